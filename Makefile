@@ -1,0 +1,48 @@
+# instore: one-command set-up and runs. See README.md.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PROFILE ?= full
+CORES ?= all
+STAMP := $(VENV)/.installed
+
+.PHONY: help setup system venv test test-unit study lab lint bench lock clean-results
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+system:  ## install missing Debian packages (as root) or say which are missing
+	@envs/setup-system.sh
+
+$(STAMP): envs/requirements.lock pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r envs/requirements.lock
+	$(BIN)/pip install -q --no-deps -e .
+	@touch $(STAMP)
+
+venv: $(STAMP)  ## create the virtual environment from the lock
+
+setup: system venv  ## everything a run needs
+
+test: setup  ## set up, then run the whole test suite (unit, integration, e2e)
+	$(BIN)/python -m pytest -v --timeout=900
+
+test-unit: venv  ## unit tests only (no root, no servers)
+	$(BIN)/python -m pytest -v tests/unit
+
+study: setup  ## set up, then run the whole default study (PROFILE=quick for a short one)
+	$(BIN)/snakemake --cores $(CORES) --config profile=$(PROFILE) --rerun-incomplete
+
+lab: venv  ## JupyterLab on the results, bound to localhost
+	$(BIN)/instore lab
+
+lint: venv  ## ruff
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+bench: setup  ## payload overhead benchmarks; writes bench/results.json
+	$(BIN)/python bench/payload_overhead.py
+
+lock:  ## refreeze envs/requirements.lock from the current venv
+	$(BIN)/pip freeze --exclude-editable | grep -v '^instore' > envs/requirements.lock.new && mv envs/requirements.lock.new envs/requirements.lock
