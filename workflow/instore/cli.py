@@ -16,6 +16,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "instore.generate.command",
     "instore.inspect.command",
     "instore.payload.command",
+    "instore.container.command",
 )
 
 

@@ -1,0 +1,189 @@
+"""The content hash and the rebuild decision, on a throw-away copy of a project tree."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from instore.container import image
+from instore.container.runtime import Runtime
+from instore.errors import InstoreError
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> image.Project:
+    files = {
+        "containers/Containerfile": "FROM base\n",
+        "envs/requirements.lock": "root==0.1a12\n",
+        "pyproject.toml": "[project]\nname='instore'\n",
+        "README.md": "readme\n",
+        "workflow/instore/__init__.py": "",
+        "workflow/instore/cpp/payload.cxx": "int main() {}\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return image.Project(tmp_path)
+
+
+def current_hash(project: image.Project) -> str:
+    return image.content_hash(image.context_files(project), image.base_spec(None))
+
+
+def test_context_holds_recipe_lock_and_package_but_no_byproducts(project):
+    root = project.root
+    (root / "workflow/instore/__pycache__").mkdir()
+    (root / "workflow/instore/__pycache__/x.cpython-311.pyc").write_bytes(b"\0")
+    (root / "workflow/instore.egg-info").mkdir()
+    (root / "workflow/instore.egg-info/PKG-INFO").write_text("x")
+    (root / "notebooks").mkdir()
+    (root / "notebooks/a.ipynb").write_text("{}")
+    assert sorted(image.context_files(project)) == [
+        "README.md",
+        "containers/Containerfile",
+        "envs/requirements.lock",
+        "pyproject.toml",
+        "workflow/instore/__init__.py",
+        "workflow/instore/cpp/payload.cxx",
+    ]
+
+
+@pytest.mark.parametrize(
+    "changed",
+    ["containers/Containerfile", "envs/requirements.lock", "workflow/instore/cpp/payload.cxx"],
+)
+def test_hash_changes_with_recipe_lock_or_package(project, changed):
+    before = current_hash(project)
+    (project.root / changed).write_text("changed\n")
+    assert current_hash(project) != before
+
+
+def test_hash_changes_with_a_new_package_file_and_with_the_base(project):
+    before = current_hash(project)
+    files = image.context_files(project)
+    assert image.content_hash(files, "docker.io/library/debian:bookworm") != before
+    (project.root / "workflow/instore/new.py").write_text("")
+    assert current_hash(project) != before
+
+
+def test_hash_ignores_notebooks_and_bytecode(project):
+    before = current_hash(project)
+    (project.root / "notebooks").mkdir()
+    (project.root / "notebooks/a.ipynb").write_text("{}")
+    (project.root / "workflow/instore/__pycache__").mkdir()
+    (project.root / "workflow/instore/__pycache__/a.pyc").write_bytes(b"1")
+    assert current_hash(project) == before
+
+
+def test_hash_separates_name_from_content(tmp_path):
+    (tmp_path / "a").write_text("bc")
+    (tmp_path / "ab").write_text("c")
+    assert image.content_hash({"a": tmp_path / "a"}, "") != image.content_hash(
+        {"ab": tmp_path / "ab"}, ""
+    )
+
+
+def test_rebuild_reasons():
+    record = {"content_hash": "h1", "image": "localhost/instore-payload:h1"}
+    assert image.rebuild_reason(None, "h1", False) == "no image has been built"
+    assert "changed" in image.rebuild_reason(record, "h2", True)
+    assert "missing" in image.rebuild_reason(record, "h1", False)
+    assert image.rebuild_reason(record, "h1", True) is None
+
+
+def test_record_round_trip_and_bad_json(project):
+    assert image.read_record(project) is None
+    project.build_dir.mkdir(parents=True)
+    image._write_record(project, {"image": "x", "content_hash": "h"})
+    assert image.read_record(project) == {"image": "x", "content_hash": "h"}
+    project.record_path.write_text("{not json")
+    with pytest.raises(InstoreError, match="instore container build"):
+        image.read_record(project)
+
+
+def test_target_refuses_missing_and_stale_images(project):
+    with pytest.raises(InstoreError, match="no payload image has been built"):
+        image.target_for(Runtime.PODMAN, project)
+    project.build_dir.mkdir(parents=True)
+    record = {
+        "image": "localhost/instore-payload:x",
+        "image_digest": "sha256:ab",
+        "content_hash": current_hash(project),
+        "base": image.base_spec(None),
+    }
+    project.record_path.write_text(json.dumps(record))
+    target = image.target_for(Runtime.PODMAN, project)
+    assert (target.image, target.image_digest) == ("localhost/instore-payload:x", "sha256:ab")
+    assert target.store == project.store()
+    (project.root / "envs/requirements.lock").write_text("root==0.1a13\n")
+    with pytest.raises(InstoreError, match="older than the recipe"):
+        image.target_for(Runtime.PODMAN, project)
+
+
+def test_apptainer_target_needs_a_sif_built_from_the_current_image(project):
+    project.build_dir.mkdir(parents=True)
+    sif = project.build_dir / "payload.sif"
+    record = {
+        "image": "i",
+        "image_digest": "sha256:ab",
+        "content_hash": current_hash(project),
+        "base": image.base_spec(None),
+    }
+    project.record_path.write_text(json.dumps(record))
+    with pytest.raises(InstoreError, match="--sif"):
+        image.target_for(Runtime.APPTAINER, project)
+    sif.write_bytes(b"sif")
+    record.update(sif=str(sif), sif_content_hash=record["content_hash"])
+    project.record_path.write_text(json.dumps(record))
+    target = image.target_for(Runtime.APPTAINER, project)
+    assert (target.image, target.image_digest) == (str(sif), "sha256:ab")
+
+
+def test_none_target_needs_no_image(tmp_path):
+    target = image.target_for(Runtime.NONE, image.Project(tmp_path))
+    assert (target.runtime, target.image_digest) == (Runtime.NONE, None)
+
+
+def test_project_store_is_under_the_project_and_stable(project):
+    store = project.store()
+    assert store.root == project.root / "build/container/storage"
+    assert store.conf == project.root / "containers/containers.conf"
+    assert store.runroot.parent == store.tmpdir.parent
+    assert project.store() == store
+
+
+def test_build_args_mount_the_ca_bundle_read_only(project, tmp_path, monkeypatch):
+    ca = tmp_path / "ca.crt"
+    ca.write_text("cert")
+    monkeypatch.setenv("PIP_CERT", str(ca))
+    args = image.build_args(
+        project, "localhost/instore-base:x", "localhost/instore-payload:y", pull=False
+    )
+    assert args[args.index("--volume") + 1] == f"{ca}:{image.CA_IN_BUILD}:ro"
+    assert f"PIP_CERT={image.CA_IN_BUILD}" in args
+    assert "--network=host" in args and "--pull=never" in args
+    assert args[-1] == str(project.build_dir / "context")
+
+
+def test_stage_context_copies_exactly_the_hashed_files(project, tmp_path):
+    files = image.context_files(project)
+    dest = tmp_path / "ctx"
+    (dest / "stale").mkdir(parents=True)
+    image.stage_context(files, dest)
+    staged = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
+    assert staged == sorted(files)
+
+
+def test_missing_tools_give_one_line_errors(project, monkeypatch):
+    monkeypatch.setattr(image.shutil, "which", lambda name: None)
+    with pytest.raises(InstoreError) as err:
+        image.build(project)
+    assert (
+        str(err.value)
+        == "podman is not installed -- run `make system` as root, or use --runtime none"
+    )
+    project.build_dir.mkdir(parents=True)
+    monkeypatch.setattr(image, "image_exists", lambda store, ref: False)
+    with pytest.raises(InstoreError, match="mmdebstrap is not installed"):
+        image.build_base(project, project.store(), image.base_spec(None))

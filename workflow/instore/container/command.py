@@ -1,0 +1,186 @@
+"""``instore container build | status | run -- ARGS``: the payload image from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from instore.container import image
+from instore.container.measure import measure_startup, run_payload
+from instore.container.runtime import SETTINGS, Bind, select_runtime
+from instore.errors import InstoreError
+
+RUNTIME_ENV = "INSTORE_CONTAINER_RUNTIME"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "container", help="build the payload image and run payload commands in it"
+    )
+    commands = parser.add_subparsers(dest="container_command", metavar="ACTION", required=True)
+    _register_build(commands)
+    _register_status(commands)
+    _register_run(commands)
+
+
+def _add_runtime(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--runtime",
+        choices=SETTINGS,
+        default=os.environ.get(RUNTIME_ENV, "auto"),
+        help=f"where the payload runs (default: ${RUNTIME_ENV} or auto: apptainer, podman, none)",
+    )
+
+
+def _register_build(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("build", help="build the image if its inputs changed")
+    parser.add_argument(
+        "--base",
+        help="a base image to pull instead of the mmdebstrap Debian base (needs a registry)",
+    )
+    parser.add_argument("--force", action="store_true", help="rebuild even if nothing changed")
+    parser.add_argument(
+        "--oci-archive", action="store_true", help="also write build/container/payload.oci.tar"
+    )
+    parser.add_argument("--sif", action="store_true", help="also build the Apptainer SIF")
+    parser.set_defaults(func=_build)
+
+
+def _build(args: argparse.Namespace) -> int:
+    project = image.find_project()
+    record = image.build(project, base=args.base, force=args.force)
+    if args.oci_archive:
+        image.save_oci_archive(project, record)
+    if args.sif:
+        record = image.build_sif(project, record)
+    print(json.dumps(record, indent=2))
+    return 0
+
+
+def _register_status(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("status", help="which runtime would run, and is the image current")
+    _add_runtime(parser)
+    parser.set_defaults(func=_status)
+
+
+def _status(args: argparse.Namespace) -> int:
+    project = image.find_project()
+    choice = select_runtime(args.runtime)
+    record = image.read_record(project)
+    current = image.content_hash(
+        image.context_files(project), (record or {}).get("base", image.base_spec(None))
+    )
+    present = (
+        record is not None
+        and shutil.which("podman") is not None
+        and image.image_exists(project.store(), record.get("image", ""))
+    )
+    status = {
+        "runtime": choice.runtime.value,
+        "runtime_reason": choice.reason,
+        "podman": shutil.which("podman"),
+        "apptainer": shutil.which("apptainer"),
+        "image": (record or {}).get("image"),
+        "image_digest": (record or {}).get("image_digest"),
+        "image_present": present,
+        "rebuild_needed": image.rebuild_reason(record, current, present),
+    }
+    print(json.dumps(status, indent=2))
+    return 0
+
+
+def _register_run(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "run",
+        help="run a payload command in the container; print its run record with the "
+        "runtime, image digest and container start-up cost",
+    )
+    _add_runtime(parser)
+    parser.add_argument(
+        "--bind",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="a host path the payload reads (read-only, same path inside)",
+    )
+    parser.add_argument(
+        "--bind-rw",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="a host path the payload writes",
+    )
+    parser.add_argument(
+        "--fuse-dir",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="a FUSE mount dir (read-only, mounts propagate); adds /dev/fuse",
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="pass this variable (only named variables reach the payload)",
+    )
+    parser.add_argument(
+        "--startup-runs",
+        type=int,
+        default=5,
+        metavar="N",
+        help="start the container N times to measure start-up (0: skip)",
+    )
+    parser.add_argument("payload", nargs=argparse.REMAINDER, help="-- the payload command")
+    parser.set_defaults(func=_run)
+
+
+def parse_env(items: list[str], environ: dict[str, str] | os._Environ) -> dict[str, str]:
+    """``NAME=VALUE`` as given, ``NAME`` from the caller's environment (must be set)."""
+    env = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            if name not in environ:
+                raise InstoreError(f"--env {name}: not set here", f"pass --env {name}=VALUE")
+            value = environ[name]
+        env[name] = value
+    return env
+
+
+def binds_from(args: argparse.Namespace) -> list[Bind]:
+    return [
+        *(Bind(p.resolve()) for p in args.bind),
+        *(Bind(p.resolve(), writable=True) for p in args.bind_rw),
+        *(Bind(p.resolve(), propagate=True) for p in args.fuse_dir),
+    ]
+
+
+def _run(args: argparse.Namespace) -> int:
+    payload = args.payload[1:] if args.payload[:1] == ["--"] else args.payload
+    if not payload:
+        raise InstoreError(
+            "no payload command given", "put it after `--`, e.g. -- instore --version"
+        )
+    choice = select_runtime(args.runtime)
+    print(f"instore container: {choice.reason}", file=sys.stderr)
+    target = image.target_for(choice.runtime)
+    binds, env, fuse = binds_from(args), parse_env(args.env, os.environ), bool(args.fuse_dir)
+    startup = None
+    if args.startup_runs > 0:
+        startup = measure_startup(
+            target, runs=args.startup_runs, binds=binds, env=env, fuse=fuse
+        ).median_s
+    record = run_payload(target, payload, binds=binds, env=env, fuse=fuse, startup_s=startup)
+    print(json.dumps(record))
+    return 0 if record["exit_status"] == 0 else 1
+
+
+__all__ = ["register"]

@@ -1,0 +1,128 @@
+"""Run the payload in its container and keep container start-up out of the job's I/O numbers.
+
+The payload times its own work from inside its process, so container start-up is excluded from
+``wall_s`` by construction. Start-up is measured on its own (``true`` in the same container,
+N times, median) and recorded next to the job's wall and the outer wall seen from here, so a
+report can show the difference instead of counting it as I/O wait.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from instore.container.runtime import Bind, Launch, Target, launch
+from instore.errors import InstoreError
+
+STARTUP_PROBE = ("true",)
+
+
+@dataclass(frozen=True)
+class Startup:
+    """Container start-up cost: the median of several ``true`` runs, and the samples."""
+
+    median_s: float
+    samples_s: tuple[float, ...]
+
+
+def _timed(command: Launch, timeout: float | None) -> tuple[subprocess.CompletedProcess, float]:
+    started = time.perf_counter()
+    proc = subprocess.run(
+        command.argv, env=command.env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    return proc, time.perf_counter() - started
+
+
+def measure_startup(
+    target: Target,
+    *,
+    runs: int = 5,
+    binds: Sequence[Bind] = (),
+    env: Mapping[str, str] | None = None,
+    fuse: bool = False,
+) -> Startup:
+    """Start the container ``runs`` times with the job's binds and env, doing nothing inside."""
+    if runs < 1:
+        raise InstoreError(
+            f"start-up runs must be at least 1, got {runs}", "pass --startup-runs 1 or more"
+        )
+    probe = launch(target, STARTUP_PROBE, binds=binds, env=env, fuse=fuse)
+    samples = []
+    for _ in range(runs):
+        proc, elapsed = _timed(probe, timeout=120)
+        if proc.returncode != 0:
+            raise InstoreError(
+                f"the {target.runtime} container did not start (exit {proc.returncode}): "
+                f"{_last_line(proc.stderr)}",
+                "check `instore container status` and rebuild with `instore container build`",
+            )
+        samples.append(elapsed)
+    return Startup(statistics.median(samples), tuple(samples))
+
+
+def parse_record(stdout: str) -> dict | None:
+    """The payload's run record: the last stdout line that is a JSON object."""
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict):
+                return record
+    return None
+
+
+def container_fields(
+    target: Target, startup_s: float | None, outer_wall_s: float, exit_status: int
+) -> dict:
+    """What the container adds to a run record, kept apart from the payload's own fields."""
+    return {
+        "runtime": target.runtime.value,
+        "image_digest": target.image_digest,
+        "container_startup_s": startup_s,
+        "outer_wall_s": outer_wall_s,
+        "exit_status": exit_status,
+    }
+
+
+def run_payload(
+    target: Target,
+    payload_argv: Sequence[str],
+    *,
+    binds: Sequence[Bind] = (),
+    env: Mapping[str, str] | None = None,
+    fuse: bool = False,
+    startup_s: float | None = None,
+    timeout: float | None = None,
+) -> dict:
+    """Run one payload job; return its run record with runtime, digest and start-up cost added.
+
+    A job that prints no record still returns one, with ``error`` saying why, so a failed
+    run is recorded rather than dropped.
+    """
+    command = launch(target, payload_argv, binds=binds, env=env, fuse=fuse)
+    try:
+        proc, outer = _timed(command, timeout)
+    except subprocess.TimeoutExpired:
+        return {
+            "error": f"payload timed out after {timeout} s",
+            **container_fields(target, startup_s, float(timeout or 0), -1),
+        }
+    record = parse_record(proc.stdout)
+    if record is None:
+        record = {
+            "error": f"payload exited {proc.returncode} without a run record: "
+            f"{_last_line(proc.stderr)}"
+        }
+    return {**record, **container_fields(target, startup_s, outer, proc.returncode)}
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"

@@ -1,0 +1,258 @@
+"""Which container runtime runs the payload, and the exact command line that runs it there.
+
+Sites run analysis jobs in containers, so the payload runs the same way: under podman (the
+project's own storage and containers.conf), Apptainer (the SIF built from the same image), or
+``none`` (the host venv, for development). Only named environment variables reach the payload,
+never the caller's whole environment, so a run does not depend on who started it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import shutil
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from instore.errors import InstoreError
+
+log = logging.getLogger(__name__)
+
+
+class Runtime(StrEnum):
+    PODMAN = "podman"
+    APPTAINER = "apptainer"
+    NONE = "none"
+
+
+SETTINGS: tuple[str, ...] = ("auto", *(r.value for r in Runtime))
+# Sites have Apptainer; this machine has podman; the host venv is the last resort.
+AUTO_ORDER: tuple[Runtime, ...] = (Runtime.APPTAINER, Runtime.PODMAN)
+# podman 4.3 lowers its own RLIMIT_NPROC to this before it starts runc; without
+# CAP_SYS_RESOURCE runc cannot raise it back, so asking for more fails the container start.
+PODMAN_NPROC_CEILING = 32768
+NOFILE_CEILING = 1048576
+# Inside the image HOME must be writable while the root file system is read-only.
+CONTAINER_HOME = "/tmp"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The runtime picked for a setting and why, so the choice can be reported."""
+
+    runtime: Runtime
+    reason: str
+
+
+def select_runtime(setting: str, which: Callable[[str], str | None] = shutil.which) -> Choice:
+    """Resolve ``podman | apptainer | none | auto``; ``auto`` tries apptainer, then podman."""
+    if setting not in SETTINGS:
+        raise InstoreError(
+            f"unknown container runtime {setting!r}", f"use one of {', '.join(SETTINGS)}"
+        )
+    if setting != "auto":
+        runtime = Runtime(setting)
+        if runtime is not Runtime.NONE and which(runtime.value) is None:
+            raise InstoreError(
+                f"container runtime {runtime} is not installed",
+                f"install {runtime} (make system) or choose --runtime auto",
+            )
+        return Choice(runtime, f"{runtime} requested")
+    for runtime in AUTO_ORDER:
+        found = which(runtime.value)
+        if found:
+            choice = Choice(runtime, f"auto chose {runtime} ({found})")
+            break
+    else:
+        choice = Choice(Runtime.NONE, "auto chose none: neither apptainer nor podman is installed")
+    log.info("container runtime: %s", choice.reason)
+    return choice
+
+
+@dataclass(frozen=True)
+class PodmanStore:
+    """The project's own podman storage and config, kept apart from the host's images."""
+
+    root: Path
+    runroot: Path
+    tmpdir: Path
+    conf: Path
+
+    def argv(self) -> list[str]:
+        return [
+            "podman",
+            "--root",
+            str(self.root),
+            "--runroot",
+            str(self.runroot),
+            "--tmpdir",
+            str(self.tmpdir),
+        ]
+
+    def env(self) -> dict[str, str]:
+        """The environment for the podman process itself (not the container's)."""
+        return {**_host_basics(), "CONTAINERS_CONF": str(self.conf)}
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a payload runs: the runtime, the image it runs (reference or SIF), its digest."""
+
+    runtime: Runtime
+    image: str = ""
+    image_digest: str | None = None
+    store: PodmanStore | None = None
+
+
+@dataclass(frozen=True)
+class Bind:
+    """A host path the payload sees at the same path; read-only unless it must write there.
+
+    ``propagate`` is for FUSE mount dirs: mounts made under it later must show up inside.
+    """
+
+    path: Path
+    writable: bool = False
+    propagate: bool = False
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A complete command: ``subprocess.run(launch.argv, env=launch.env)``."""
+
+    runtime: Runtime
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def ulimit_args() -> list[str]:
+    """Host hard limits for the container: podman's own defaults exceed them and fail in runc."""
+    nofile = _hard_limit(resource.RLIMIT_NOFILE, NOFILE_CEILING)
+    nproc = _hard_limit(resource.RLIMIT_NPROC, PODMAN_NPROC_CEILING)
+    return ["--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", f"nproc={nproc}:{nproc}"]
+
+
+def _hard_limit(which: int, ceiling: int) -> int:
+    hard = resource.getrlimit(which)[1]
+    return ceiling if hard == resource.RLIM_INFINITY else min(hard, ceiling)
+
+
+def _host_basics() -> dict[str, str]:
+    """The least a child process needs: a PATH to find programs and a HOME."""
+    return {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": os.environ.get("HOME", "/root"),
+    }
+
+
+def launch(
+    target: Target,
+    payload_argv: Sequence[str],
+    *,
+    binds: Sequence[Bind] = (),
+    env: Mapping[str, str] | None = None,
+    fuse: bool = False,
+    workdir: str = CONTAINER_HOME,
+) -> Launch:
+    """Turn a payload command into the full command for the target's runtime."""
+    if not payload_argv:
+        raise InstoreError("empty payload command", "pass the command after `--`")
+    named = dict(env or {})
+    if target.runtime is Runtime.PODMAN:
+        return Launch(
+            Runtime.PODMAN,
+            _podman_argv(target, payload_argv, binds, named, fuse, workdir),
+            _require_store(target).env(),
+        )
+    if target.runtime is Runtime.APPTAINER:
+        return Launch(
+            Runtime.APPTAINER,
+            _apptainer_argv(target, payload_argv, binds, named, workdir),
+            _host_basics(),
+        )
+    return Launch(Runtime.NONE, _host_argv(payload_argv), _host_env(named))
+
+
+def _require_store(target: Target) -> PodmanStore:
+    if target.store is None or not target.image:
+        raise InstoreError(
+            "podman target without an image or store",
+            "build the image first: instore container build",
+        )
+    return target.store
+
+
+def _podman_argv(
+    target: Target,
+    payload_argv: Sequence[str],
+    binds: Sequence[Bind],
+    env: Mapping[str, str],
+    fuse: bool,
+    workdir: str,
+) -> list[str]:
+    argv = [
+        *_require_store(target).argv(),
+        "run",
+        "--rm",
+        "--pull=never",
+        "--network=host",
+        "--read-only",
+        "--log-driver=none",
+        "--workdir",
+        workdir,
+        *ulimit_args(),
+    ]
+    if fuse:
+        argv += ["--device", "/dev/fuse"]
+    for bind in binds:
+        argv += ["--volume", _podman_volume(bind)]
+    for name, value in {"HOME": CONTAINER_HOME, **env}.items():
+        argv += ["--env", f"{name}={value}"]
+    return [*argv, target.image, *payload_argv]
+
+
+def _podman_volume(bind: Bind) -> str:
+    options = ["rw" if bind.writable else "ro"]
+    if bind.propagate:
+        options.append("rslave")
+    path = str(bind.path)
+    return f"{path}:{path}:{','.join(options)}"
+
+
+def _apptainer_argv(
+    target: Target,
+    payload_argv: Sequence[str],
+    binds: Sequence[Bind],
+    env: Mapping[str, str],
+    workdir: str,
+) -> list[str]:
+    if not target.image:
+        raise InstoreError(
+            "apptainer target without a SIF", "build it: instore container build --sif"
+        )
+    # Apptainer shares the host network and /dev (so /dev/fuse) by default; the SIF is read-only.
+    argv = ["apptainer", "exec", "--cleanenv", "--no-home", "--pwd", workdir]
+    for bind in binds:
+        path = str(bind.path)
+        argv += ["--bind", f"{path}:{path}:{'rw' if bind.writable else 'ro'}"]
+    for name, value in {"HOME": CONTAINER_HOME, **env}.items():
+        argv += ["--env", f"{name}={value}"]
+    return [*argv, target.image, *payload_argv]
+
+
+def _host_argv(payload_argv: Sequence[str]) -> list[str]:
+    """Without a container, ``instore`` means this venv's entry point, not whatever is on PATH."""
+    first, *rest = payload_argv
+    if first == "instore":
+        first = str(Path(sys.executable).parent / "instore")
+    return [first, *rest]
+
+
+def _host_env(env: Mapping[str, str]) -> dict[str, str]:
+    venv_bin = str(Path(sys.executable).parent)
+    basics = _host_basics()
+    return {**basics, "PATH": f"{venv_bin}{os.pathsep}{basics['PATH']}", **env}
