@@ -34,9 +34,11 @@ def root() -> ModuleType:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            import ROOT  # noqa: N811
+            import ROOT
         except ImportError as err:  # pragma: no cover - depends on the environment
-            raise InstoreError(f"cannot import ROOT ({err})", "run `make venv` to install the pinned ROOT wheel") from err
+            raise InstoreError(
+                f"cannot import ROOT ({err})", "run `make venv` to install the pinned ROOT wheel"
+            ) from err
     ROOT.gROOT.SetBatch(True)
     ROOT.gErrorIgnoreLevel = ROOT.kWarning
     ROOT.gPluginMgr.LoadHandlersFromPluginDirs("TFile")
@@ -50,7 +52,10 @@ def declare(name: str) -> Any:
     ROOT = root()
     code = resources.files("instore").joinpath("cpp", f"{name}.cxx").read_text()
     if not ROOT.gInterpreter.Declare(code):
-        raise InstoreError(f"cling could not compile instore/cpp/{name}.cxx", "check that g++ is installed (cling needs its C++ standard library)")
+        raise InstoreError(
+            f"cling could not compile instore/cpp/{name}.cxx",
+            "check that g++ is installed (cling needs its C++ standard library)",
+        )
     return ROOT.instore
 
 

@@ -14,7 +14,9 @@ def _layouts(text: str) -> list[str]:
     names = [x.strip() for x in text.split(",") if x.strip()]
     unknown = [x for x in names if x not in LAYOUTS]
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown layout(s) {', '.join(unknown)}; choose from {', '.join(LAYOUTS)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown layout(s) {', '.join(unknown)}; choose from {', '.join(LAYOUTS)}"
+        )
     return names
 
 
@@ -28,12 +30,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument("--size-mb", type=float, help="target compressed size of each file, in MB")
     size.add_argument("--events", type=int, help="number of events per file")
-    p.add_argument("--layouts", type=_layouts, default=list(LAYOUTS), help=f"comma-separated (default: {','.join(LAYOUTS)})")
-    p.add_argument("--replicas", type=int, default=1, help="files per layout, each with its own seed (default: 1)")
+    p.add_argument(
+        "--layouts",
+        type=_layouts,
+        default=list(LAYOUTS),
+        help=f"comma-separated (default: {','.join(LAYOUTS)})",
+    )
+    p.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="files per layout, each with its own seed (default: 1)",
+    )
     p.add_argument("--seed", type=int, default=1, help="base seed (default: 1)")
-    p.add_argument("--cluster-mb", type=float, default=8.0, help="autoflush cluster size for clustered layouts (default: 8)")
-    p.add_argument("--compression", type=int, default=101, help="ROOT compression setting, e.g. 101 zlib-1, 505 zstd-5, 404 lz4-4 (default: 101)")
-    p.add_argument("--out", type=Path, default=Path("data/files"), help="output directory (default: data/files)")
+    p.add_argument(
+        "--cluster-mb",
+        type=float,
+        default=8.0,
+        help="autoflush cluster size for clustered layouts (default: 8)",
+    )
+    p.add_argument(
+        "--compression",
+        type=int,
+        default=101,
+        help="ROOT compression setting, e.g. 101 zlib-1, 505 zstd-5, 404 lz4-4 (default: 101)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("data/files"),
+        help="output directory (default: data/files)",
+    )
     p.set_defaults(func=run)
 
 
@@ -41,7 +68,14 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="instore generate: %(message)s")
     start = time.monotonic()
     written = generate_files(
-        args.out, args.layouts, args.replicas, args.seed, args.size_mb, args.events, args.cluster_mb, args.compression
+        args.out,
+        args.layouts,
+        args.replicas,
+        args.seed,
+        args.size_mb,
+        args.events,
+        args.cluster_mb,
+        args.compression,
     )
     for path in written.values():
         print(f"{path}\t{path.stat().st_size / 1e6:.1f} MB")

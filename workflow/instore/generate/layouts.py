@@ -44,11 +44,20 @@ class FileSpec:
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
-            raise InstoreError(f"unknown layout {self.layout!r}", f"choose one of {', '.join(LAYOUTS)}")
+            raise InstoreError(
+                f"unknown layout {self.layout!r}", f"choose one of {', '.join(LAYOUTS)}"
+            )
         if (self.n_events is None) == (self.size_mb is None):
-            raise InstoreError("give exactly one of a size in MB or a number of events", "use --size-mb or --events")
-        if (self.n_events is not None and self.n_events <= 0) or (self.size_mb is not None and self.size_mb <= 0):
-            raise InstoreError("file size must be positive", "give --size-mb or --events greater than 0")
+            raise InstoreError(
+                "give exactly one of a size in MB or a number of events",
+                "use --size-mb or --events",
+            )
+        if (self.n_events is not None and self.n_events <= 0) or (
+            self.size_mb is not None and self.size_mb <= 0
+        ):
+            raise InstoreError(
+                "file size must be positive", "give --size-mb or --events greater than 0"
+            )
         if self.cluster_mb <= 0:
             raise InstoreError("cluster size must be positive", "give --cluster-mb greater than 0")
 
@@ -63,10 +72,17 @@ class FileSpec:
 
 
 def _fill(path: Path, spec: FileSpec, n_events: int, cluster_bytes: int) -> int:
-    meta = json.dumps({**asdict(spec), "n_events": n_events, "instore": __version__, "root": root_version()})
-    zip_bytes = declare("generate").fill(str(path), TREE_NAME, n_events, spec.replica_seed, cluster_bytes, spec.compression, meta)
+    meta = json.dumps(
+        {**asdict(spec), "n_events": n_events, "instore": __version__, "root": root_version()}
+    )
+    zip_bytes = declare("generate").fill(
+        str(path), TREE_NAME, n_events, spec.replica_seed, cluster_bytes, spec.compression, meta
+    )
     if zip_bytes < 0:
-        raise InstoreError(f"ROOT could not create {path}", "check the directory exists and is writable, and the disk is not full")
+        raise InstoreError(
+            f"ROOT could not create {path}",
+            "check the directory exists and is writable, and the disk is not full",
+        )
     return int(zip_bytes)
 
 
@@ -94,9 +110,14 @@ def generate_file(spec: FileSpec, out_dir: Path, n_events: int | None = None) ->
             with tempfile.TemporaryDirectory(prefix="instore-fill-", dir=out_dir) as tmp:
                 source = Path(tmp) / "clustered.root"
                 _fill(source, spec, n, cluster_bytes)
-                cloned = declare("generate").fast_clone(str(source), str(partial), TREE_NAME, _SORT[spec.layout], spec.compression)
+                cloned = declare("generate").fast_clone(
+                    str(source), str(partial), TREE_NAME, _SORT[spec.layout], spec.compression
+                )
                 if cloned != n:
-                    raise InstoreError(f"fast clone of {source} into {partial} failed (code {cloned})", "check free disk space in the output directory")
+                    raise InstoreError(
+                        f"fast clone of {source} into {partial} failed (code {cloned})",
+                        "check free disk space in the output directory",
+                    )
         partial.replace(target)  # a file under its final name is always complete
     finally:
         partial.unlink(missing_ok=True)

@@ -10,7 +10,15 @@ import pandas as pd
 
 from instore.errors import InstoreError
 
-COLUMNS = ["branch", "branch_index", "basket", "entry_start", "entry_stop", "offset", "compressed_bytes"]
+COLUMNS = [
+    "branch",
+    "branch_index",
+    "basket",
+    "entry_start",
+    "entry_stop",
+    "offset",
+    "compressed_bytes",
+]
 
 
 def _uproot_open(path: str, **options: Any) -> Any:
@@ -21,9 +29,14 @@ def _uproot_open(path: str, **options: Any) -> Any:
     except FileNotFoundError as err:
         raise InstoreError(f"{path}: no such file", "check the path or URL") from err
     except OSError as err:
-        raise InstoreError(f"{path}: cannot open ({err})", "check the endpoint is up and the path exists") from err
+        raise InstoreError(
+            f"{path}: cannot open ({err})", "check the endpoint is up and the path exists"
+        ) from err
     except Exception as err:  # uproot raises plain ValueError/KeyError on bad headers
-        raise InstoreError(f"{path}: not a readable ROOT file ({type(err).__name__}: {err})".splitlines()[0], "regenerate or re-copy the file; it may be truncated or corrupt") from err
+        raise InstoreError(
+            f"{path}: not a readable ROOT file ({type(err).__name__}: {err})".splitlines()[0],
+            "regenerate or re-copy the file; it may be truncated or corrupt",
+        ) from err
 
 
 def _tree_names(file: Any) -> list[tuple[str, int]]:
@@ -40,14 +53,22 @@ def open_tree(path: str, tree: str | None = None, **options: Any) -> tuple[Any, 
         trees = _tree_names(file)
     except Exception as err:
         file.close()
-        raise InstoreError(f"{path}: cannot list its objects ({err})".splitlines()[0], "the file may be truncated or corrupt; regenerate or re-copy it") from err
+        raise InstoreError(
+            f"{path}: cannot list its objects ({err})".splitlines()[0],
+            "the file may be truncated or corrupt; regenerate or re-copy it",
+        ) from err
     if not trees:
         file.close()
-        raise InstoreError(f"{path}: the file holds no TTree", "point at a file with a TTree (RNTuple is not supported)")
+        raise InstoreError(
+            f"{path}: the file holds no TTree",
+            "point at a file with a TTree (RNTuple is not supported)",
+        )
     name = tree or trees[0][0]
     if name not in {n for n, _ in trees}:
         file.close()
-        raise InstoreError(f"{path}: no TTree named {name!r}", f"choose one of: {', '.join(n for n, _ in trees)}")
+        raise InstoreError(
+            f"{path}: no TTree named {name!r}", f"choose one of: {', '.join(n for n, _ in trees)}"
+        )
     return file, file[name]
 
 
@@ -58,7 +79,10 @@ def _branch_rows(index: int, branch: Any) -> Iterable[tuple[Any, ...]]:
     seeks = np.asarray(branch.member("fBasketSeek"))[:n]
     sizes = np.asarray(branch.member("fBasketBytes"))[:n]
     entries = np.asarray(branch.member("fBasketEntry"))[: n + 1]
-    return ((branch.name, index, i, int(entries[i]), int(entries[i + 1]), int(seeks[i]), int(sizes[i])) for i in range(n))
+    return (
+        (branch.name, index, i, int(entries[i]), int(entries[i + 1]), int(seeks[i]), int(sizes[i]))
+        for i in range(n)
+    )
 
 
 def basket_map(tree: Any) -> pd.DataFrame:
@@ -78,7 +102,9 @@ def read_order(baskets: pd.DataFrame) -> pd.DataFrame:
     return baskets.sort_values(["entry_start", "offset"], kind="stable").reset_index(drop=True)
 
 
-def select(baskets: pd.DataFrame, branches: Iterable[str] | None, entry_start: int, entry_stop: int) -> pd.DataFrame:
+def select(
+    baskets: pd.DataFrame, branches: Iterable[str] | None, entry_start: int, entry_stop: int
+) -> pd.DataFrame:
     """Baskets of ``branches`` (all if None) that overlap entries [entry_start, entry_stop)."""
     mask = (baskets["entry_stop"] > entry_start) & (baskets["entry_start"] < entry_stop)
     if branches is not None:

@@ -21,9 +21,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("files", nargs="+", help="ROOT files (paths or root:// / http:// URLs)")
     p.add_argument("--tree", help="TTree name (default: the largest TTree)")
-    p.add_argument("--baskets", type=Path, help="write the basket map of each file as CSV into this directory")
-    p.add_argument("--plot", type=Path, help="write the access map of all files side by side to this PNG")
-    p.add_argument("--json", action="store_true", help="print one JSON object per file instead of a table")
+    p.add_argument(
+        "--baskets", type=Path, help="write the basket map of each file as CSV into this directory"
+    )
+    p.add_argument(
+        "--plot", type=Path, help="write the access map of all files side by side to this PNG"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON object per file instead of a table"
+    )
     p.set_defaults(func=run)
 
 

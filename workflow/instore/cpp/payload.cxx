@@ -1,0 +1,141 @@
+// instore measuring payload, ROOT engine: a C++ event loop with TTreePerfStats attached.
+#include <TBranch.h>
+#include <TFile.h>
+#include <TFileCacheRead.h>
+#include <TTree.h>
+#include <TTreeCache.h>
+#include <TTreePerfStats.h>
+#include <ctime>
+#include <string>
+#include <vector>
+
+namespace instore {
+
+// TTreePerfStats that also keeps each physical read (offset, length): the read-size
+// histogram and the access map come from the reads ROOT really issued. The offset is the one
+// TTreePerfStats itself plots (GetRelOffset at the read event): the start of the read for
+// local files.
+class ReadLog : public TTreePerfStats {
+public:
+   std::vector<Long64_t> offsets;
+   std::vector<Long64_t> lengths;
+   ReadLog(const char *name, TTree *t) : TTreePerfStats(name, t) {}
+   void FileReadEvent(TFile *file, Int_t len, Double_t start) override {
+      offsets.push_back(file->GetRelOffset());
+      lengths.push_back(len);
+      TTreePerfStats::FileReadEvent(file, len, start);
+   }
+};
+
+// A TTreeCache that counts its fills: each fill is one batched request to storage (a vector
+// read on root://, a multi-range request on http://, coalesced preads on a local file).
+class CountingCache : public TTreeCache {
+public:
+   Long64_t fills = 0;
+   CountingCache(TTree *t, Int_t size) : TTreeCache(t, size) {}
+   bool FillBuffer() override {
+      bool filled = TTreeCache::FillBuffer();
+      if (filled) ++fills;
+      return filled;
+   }
+};
+
+// Size of the cache ROOT would create by itself (0 if ROOT_TTREECACHE_SIZE/TTreeCache.Size say off).
+inline Long64_t default_cache_size(TTree *t) {
+   if (!t->EnableCache()) return 0;
+   TFileCacheRead *c = t->GetCurrentFile()->GetCacheRead(t);
+   return c ? c->GetBufferSize() : 0;
+}
+
+// Spend `us` microseconds of this thread's CPU time: the synthetic analysis cost per event.
+// CPU time, not wall time, so a job sharing a core still does the same work.
+inline void burn(double us) {
+   if (us <= 0) return;
+   timespec t0, t;
+   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+   volatile double x = 0;
+   double elapsed = 0;
+   do {
+      for (int i = 0; i < 64; ++i) x = x + i * 0.5;
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+      elapsed = (t.tv_sec - t0.tv_sec) * 1e6 + (t.tv_nsec - t0.tv_nsec) * 1e-3;
+   } while (elapsed < us);
+}
+
+struct LoopResult {
+   Long64_t events = 0;
+   Long64_t cache_size = 0;
+   Long64_t cache_fills = 0;
+   Long64_t unzipped_bytes = 0;
+   std::string error;
+};
+
+// Read `names` for entries first, first+stride, ... < stop, as an analysis would.
+// cache_bytes < 0 asks for ROOT's default TTreeCache (what TTree::GetEntry would create:
+// the autoflush cluster size, scaled by ROOT_TTREECACHE_SIZE / TTreeCache.Size); 0 turns it off.
+inline LoopResult loop(TTree *t, const std::vector<std::string> &names, Long64_t first, Long64_t stop,
+                       Long64_t stride, double cpu_us, Long64_t cache_bytes) {
+   LoopResult r;
+   t->SetBranchStatus("*", false);
+   for (auto &n : names) {
+      if (!t->GetBranch(n.c_str())) {
+         r.error = "no branch named " + n;
+         return r;
+      }
+      t->SetBranchStatus(n.c_str(), true);
+   }
+   TFile *f = t->GetCurrentFile();
+   Long64_t size = cache_bytes < 0 ? default_cache_size(t) : cache_bytes;
+   t->SetCacheSize(0);
+   CountingCache *cache = nullptr;
+   if (size > 0) {
+      cache = new CountingCache(t, static_cast<Int_t>(size));
+      f->SetCacheRead(cache, t);
+      for (auto &n : names) t->AddBranchToCache(n.c_str(), true);
+      t->SetCacheEntryRange(first, stop);
+      t->StopCacheLearningPhase();
+   }
+   // TTree::GetEntry (not TBranch::GetEntry): it sets the tree's read entry, which the
+   // TTreeCache uses to decide what to prefetch; inactive branches are skipped.
+   for (Long64_t e = first; e < stop; e += stride) {
+      Int_t n = t->GetEntry(e);
+      if (n <= 0) {
+         r.error = "read error at entry " + std::to_string(e) + " (GetEntry returned " + std::to_string(n) + ")";
+         return r;
+      }
+      r.unzipped_bytes += n;
+      burn(cpu_us);
+      ++r.events;
+   }
+   if (cache) {
+      r.cache_size = cache->GetBufferSize();
+      r.cache_fills = cache->fills;
+   }
+   return r;
+}
+
+// The basket map from ROOT's view of the metadata: one entry per basket written to disk.
+struct BasketRows {
+   std::vector<int> branch;
+   std::vector<int> basket;
+   std::vector<Long64_t> entry_start, entry_stop, offset, bytes;
+};
+
+inline BasketRows basket_rows(TTree *t, const std::vector<std::string> &names) {
+   BasketRows r;
+   for (size_t i = 0; i < names.size(); ++i) {
+      TBranch *b = t->GetBranch(names[i].c_str());
+      Int_t n = b ? b->GetWriteBasket() : 0;
+      for (Int_t k = 0; k < n; ++k) {
+         r.branch.push_back(static_cast<int>(i));
+         r.basket.push_back(k);
+         r.entry_start.push_back(b->GetBasketEntry()[k]);
+         r.entry_stop.push_back(b->GetBasketEntry()[k + 1]);
+         r.offset.push_back(b->GetBasketSeek(k));
+         r.bytes.push_back(b->GetBasketBytes()[k]);
+      }
+   }
+   return r;
+}
+
+}  // namespace instore

@@ -1,0 +1,138 @@
+"""``instore read``: the measuring payload. One job, one JSON run record on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from instore.payload.engine_uproot import UprootKnobs
+from instore.payload.pattern import ENTRY_MODES, Pattern
+from instore.payload.runner import ENGINES, STAGE_IN_TOOLS, ReadOptions, run_read
+
+_D = UprootKnobs()
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "read",
+        help="read one ROOT file as an analysis job would, and print its run record",
+        description="Read a ROOT file (path, file://, root://, http://) with ROOT's event loop or "
+        "uproot, and print one JSON run record: wall and CPU time, CPU-queue wait, bytes read, "
+        "read calls, read sizes, bytes needed, errors and provenance. Exit status 1 when the read "
+        "failed (the record still says why).",
+    )
+    p.add_argument("url", help="the file: a path, file://, root:// or http(s):// URL")
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="root",
+        help="root (C++ event loop) or uproot (columnar); default root",
+    )
+    p.add_argument("--tree", help="TTree name (default: the largest TTree in the file)")
+    pat = p.add_argument_group("access pattern")
+    pat.add_argument(
+        "--branches",
+        default="all",
+        help='"all", "fraction:F" (an evenly spread fraction) or "a,b,c" (default: all)',
+    )
+    pat.add_argument(
+        "--entries", type=float, default=1.0, help="fraction of entries to process (default: 1)"
+    )
+    pat.add_argument(
+        "--entry-mode",
+        choices=ENTRY_MODES,
+        default="stride",
+        help="stride: every k-th entry; range: the first part (default: stride)",
+    )
+    pat.add_argument(
+        "--cpu-us",
+        type=float,
+        default=0.0,
+        help="synthetic CPU time per event in microseconds (default: 0)",
+    )
+    knobs = p.add_argument_group("client knobs")
+    knobs.add_argument(
+        "--cache-mb",
+        type=float,
+        help="TTreeCache size in MB; 0 turns it off (default: ROOT's default)",
+    )
+    knobs.add_argument(
+        "--readahead-kb",
+        type=int,
+        help="ROOT TFile readahead (coalescing) size in KiB (default: ROOT's, 256 KB)",
+    )
+    knobs.add_argument(
+        "--uproot-gap-kb",
+        type=int,
+        default=_D.max_range_gap // 1024,
+        help="uproot: merge ranges closer than this (KiB)",
+    )
+    knobs.add_argument(
+        "--uproot-request-mb",
+        type=float,
+        default=_D.max_request_bytes / 2**20,
+        help="uproot: max bytes per request (MiB)",
+    )
+    knobs.add_argument(
+        "--uproot-step-mb",
+        type=float,
+        default=_D.step_bytes / 2**20,
+        help="uproot: uncompressed MiB per step when the file has one cluster",
+    )
+    knobs.add_argument(
+        "--timeout",
+        type=float,
+        default=_D.timeout,
+        help="uproot: seconds to wait for a remote request (default: 60)",
+    )
+    job = p.add_argument_group("job")
+    job.add_argument(
+        "--warm",
+        action="store_true",
+        help="do not drop the local file's page cache first (default: cold)",
+    )
+    job.add_argument(
+        "--stage-in",
+        choices=STAGE_IN_TOOLS,
+        help="copy the file to --scratch first (copy time counts in wall time)",
+    )
+    job.add_argument("--scratch", type=Path, help="scratch directory for --stage-in")
+    job.add_argument(
+        "--access-log", type=Path, help="write every physical read (offset, length) to this CSV"
+    )
+    p.set_defaults(func=run)
+
+
+def options_from_args(args: argparse.Namespace) -> ReadOptions:
+    return ReadOptions(
+        url=args.url,
+        engine=args.engine,
+        tree=args.tree,
+        pattern=Pattern(args.branches, args.entries, args.entry_mode, args.cpu_us),
+        cache_bytes=None if args.cache_mb is None else int(args.cache_mb * 2**20),
+        readahead_bytes=None if args.readahead_kb is None else args.readahead_kb * 1024,
+        uproot=UprootKnobs(
+            max_range_gap=args.uproot_gap_kb * 1024,
+            max_request_bytes=int(args.uproot_request_mb * 2**20),
+            step_bytes=int(args.uproot_step_mb * 2**20),
+            timeout=args.timeout,
+        ),
+        cold=not args.warm,
+        stage_in=args.stage_in,
+        scratch=args.scratch,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    record = run_read(options_from_args(args))
+    reads = record.pop("_reads")
+    if args.access_log:
+        args.access_log.parent.mkdir(parents=True, exist_ok=True)
+        args.access_log.write_text("offset,length\n" + "".join(f"{o},{n}\n" for o, n in reads))
+    print(json.dumps(record))
+    if record["error"]:
+        print(f"instore read: error: {record['url']}: {record['error']}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,128 @@
+"""The ``root`` engine: ROOT's own event loop in C++ (through cling), TTreePerfStats attached."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pandas as pd
+
+from instore.errors import InstoreError
+from instore.inspect.basketmap import COLUMNS
+from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
+from instore.payload.result import EngineResult
+from instore.rootenv import declare, root
+
+
+def _open(url: str) -> Any:
+    ROOT = root()
+    f = ROOT.TFile.Open(url, "READ")
+    if not f or f.IsZombie():
+        raise OSError(f"ROOT could not open {url}")
+    return f
+
+
+def _largest_tree(f: Any, url: str, name: str | None) -> Any:
+    trees = {}
+    for key in f.GetListOfKeys():
+        cls = root().TClass.GetClass(key.GetClassName())
+        if cls and cls.InheritsFrom("TTree"):
+            trees.setdefault(key.GetName(), key)
+    if not trees:
+        raise InstoreError(
+            f"{url}: the file holds no TTree",
+            "point at a file with a TTree (RNTuple is not supported)",
+        )
+    if name is None:
+        name = max(trees, key=lambda n: trees[n].ReadObj().GetZipBytes())
+    elif name not in trees:
+        raise InstoreError(f"{url}: no TTree named {name!r}", f"choose one of: {', '.join(trees)}")
+    return f.Get(name)
+
+
+def _branches(tree: Any) -> tuple[list[str], dict[str, str]]:
+    """Top-level branch names in file order, and each jagged branch's counter branch."""
+    names, counters = [], {}
+    for b in tree.GetListOfBranches():
+        names.append(b.GetName())
+        for leaf in b.GetListOfLeaves():
+            count = leaf.GetLeafCount()
+            if count:
+                counters[b.GetName()] = count.GetBranch().GetName()
+    return names, counters
+
+
+def basket_map(tree: Any, names: list[str]) -> pd.DataFrame:
+    """The same basket map as ``instore inspect``, from ROOT's view of the metadata."""
+    rows = declare("payload").basket_rows(tree, root().std.vector("std::string")(names))
+    return pd.DataFrame(
+        {
+            "branch": [names[i] for i in rows.branch],
+            "branch_index": list(rows.branch),
+            "basket": list(rows.basket),
+            "entry_start": list(rows.entry_start),
+            "entry_stop": list(rows.entry_stop),
+            "offset": list(rows.offset),
+            "compressed_bytes": list(rows.bytes),
+        },
+        columns=COLUMNS,
+    )
+
+
+def run(
+    url: str,
+    tree_name: str | None,
+    pattern: Pattern,
+    cache_bytes: int | None,
+    readahead_bytes: int | None,
+) -> EngineResult:
+    ROOT = root()
+    cpp = declare("payload")
+    if readahead_bytes is not None:
+        ROOT.TFile.SetReadaheadSize(readahead_bytes)
+    t0 = time.perf_counter()
+    f = _open(url)
+    try:
+        tree = _largest_tree(f, url, tree_name)
+        open_s = time.perf_counter() - t0
+        names, counters = _branches(tree)
+        chosen = select_branches(names, counters, pattern.branches)
+        first, stop, stride = entry_selection(int(tree.GetEntries()), pattern)
+        log = cpp.ReadLog("instore_perf", tree)
+        vec = ROOT.std.vector("std::string")(chosen)
+        loop = cpp.loop(
+            tree,
+            vec,
+            first,
+            stop,
+            stride,
+            pattern.cpu_us,
+            -1 if cache_bytes is None else cache_bytes,
+        )
+        if loop.error:
+            raise OSError(str(loop.error))
+        return EngineResult(
+            tree=tree.GetName(),
+            file_size=int(f.GetSize()),
+            entries=int(tree.GetEntries()),
+            branches_total=len(names),
+            branches_read=len(chosen),
+            events=int(loop.events),
+            open_s=open_s,
+            bytes_read=int(f.GetBytesRead()),
+            read_calls=int(f.GetReadCalls()),
+            vector_reads=int(loop.cache_fills),
+            bytes_needed=bytes_needed(basket_map(tree, names), chosen, first, stop, stride),
+            cache_bytes=int(loop.cache_size),
+            reads=list(zip(log.offsets, log.lengths, strict=True)),
+            counters={
+                "perfstats_bytes_read": int(log.GetBytesRead()),
+                "perfstats_read_calls": int(log.GetReadCalls()),
+                "perfstats_disk_s": float(log.GetDiskTime()),
+                "perfstats_unzip_s": float(log.GetUnzipTime()),
+                "unzipped_bytes": int(loop.unzipped_bytes),
+            },
+        )
+    finally:
+        ROOT.SetOwnership(f, True)
+        f.Close()

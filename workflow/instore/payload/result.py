@@ -1,0 +1,23 @@
+"""What an engine reports about one read of one file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class EngineResult:
+    tree: str = ""
+    file_size: int = 0
+    entries: int = 0
+    branches_total: int = 0
+    branches_read: int = 0
+    events: int = 0
+    open_s: float = 0.0
+    bytes_read: int = 0
+    read_calls: int = 0
+    vector_reads: int = 0
+    bytes_needed: int = 0
+    cache_bytes: int = 0  # effective TTreeCache size (root engine)
+    reads: list[tuple[int, int]] = field(default_factory=list)  # (offset, length) per physical read
+    counters: dict[str, float] = field(default_factory=dict)  # engine-specific extras

@@ -1,0 +1,189 @@
+"""One job: prepare (cgroup, stage-in, cold cache), read with an engine, and record it all."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from instore.errors import InstoreError
+from instore.payload import engine_root, engine_uproot
+from instore.payload.pattern import Pattern
+from instore.payload.procstats import ProcSnapshot, drop_page_cache, join_cgroup
+from instore.payload.record import RECORD_VERSION, provenance, size_histogram, utc_now
+from instore.payload.result import EngineResult
+from instore.payload.source.file import local_path
+
+ENGINES = ("root", "uproot")
+STAGE_IN_TOOLS = ("cp", "xrdcp")
+CGROUP_ENV = "INSTORE_BLKIO_CGROUP"
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    url: str
+    engine: str = "root"
+    tree: str | None = None
+    pattern: Pattern = field(default_factory=Pattern)
+    cache_bytes: int | None = None  # TTreeCache; None keeps ROOT's default, 0 turns it off
+    readahead_bytes: int | None = None  # TFile::SetReadaheadSize; None keeps ROOT's default
+    uproot: engine_uproot.UprootKnobs = field(default_factory=engine_uproot.UprootKnobs)
+    cold: bool = True
+    stage_in: str | None = None
+    scratch: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise InstoreError(
+                f"unknown engine {self.engine!r}", f"choose one of {', '.join(ENGINES)}"
+            )
+        if self.cache_bytes is not None and self.cache_bytes < 0:
+            raise InstoreError("TTreeCache size is negative", "give --cache-mb 0 (off) or more")
+        if self.readahead_bytes is not None and self.readahead_bytes < 0:
+            raise InstoreError("readahead size is negative", "give --readahead-kb 0 or more")
+        if self.stage_in is not None and self.stage_in not in STAGE_IN_TOOLS:
+            raise InstoreError(
+                f"unknown stage-in tool {self.stage_in!r}",
+                f"choose one of {', '.join(STAGE_IN_TOOLS)}",
+            )
+        if self.stage_in is not None and self.scratch is None:
+            raise InstoreError("stage-in needs a scratch directory", "give --scratch DIR")
+
+    def knobs(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "cache_bytes": self.cache_bytes,
+            "readahead_bytes": self.readahead_bytes,
+            "stage_in": self.stage_in,
+            "cold": self.cold,
+            **{f"pattern_{k}": v for k, v in asdict(self.pattern).items()},
+            **{f"uproot_{k}": v for k, v in asdict(self.uproot).items()},
+        }
+
+
+def is_local(url: str) -> bool:
+    return urlparse(url).scheme in ("", "file")
+
+
+def stage_in(url: str, tool: str, scratch: Path) -> Path:
+    """Copy the file to local scratch, as a stage-in job does before it reads."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    target = scratch / f"{os.getpid()}-{Path(urlparse(url).path).name}"
+    if tool == "xrdcp":
+        subprocess.run(
+            ["xrdcp", "--force", "--silent", "--nopbar", url, str(target)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    elif is_local(url):
+        shutil.copyfile(local_path(url), target)
+    else:
+        raise InstoreError(
+            f"cp cannot stage in {url}", "use --stage-in xrdcp for root:// and http:// sources"
+        )
+    return target
+
+
+def _engine(opts: ReadOptions, url: str) -> EngineResult:
+    if opts.engine == "root":
+        return engine_root.run(url, opts.tree, opts.pattern, opts.cache_bytes, opts.readahead_bytes)
+    return engine_uproot.run(url, opts.tree, opts.pattern, opts.uproot)
+
+
+def prepare(engine: str) -> None:
+    """Load the engine's libraries and JIT its C++ before the clock starts: start-up is not I/O."""
+    if engine == "root":
+        from instore.rootenv import declare
+
+        declare("payload")
+    else:
+        import awkward  # noqa: F401
+        import uproot  # noqa: F401
+
+
+def _error_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    if isinstance(err, subprocess.CalledProcessError):
+        text = (err.stderr or "").strip().splitlines() or [
+            f"{err.cmd[0]} exited with {err.returncode}"
+        ]
+    return f"{type(err).__name__}: {text[0] if text else ''}"
+
+
+def run_read(opts: ReadOptions) -> dict[str, Any]:
+    """Measure one job. Never raises for a failed read: the record carries the error."""
+    if os.environ.get(CGROUP_ENV):
+        join_cgroup(os.path.join(os.environ[CGROUP_ENV], "cgroup.procs"))
+    prepare(opts.engine)
+    record: dict[str, Any] = {
+        "record_version": RECORD_VERSION,
+        "url": opts.url,
+        "start_time": utc_now(),
+        **opts.knobs(),
+    }
+    staged: Path | None = None
+    result = EngineResult()
+    error = None
+    before = ProcSnapshot.take()
+    stage_s = 0.0
+    try:
+        url = opts.url
+        if opts.stage_in:
+            staged = stage_in(url, opts.stage_in, opts.scratch)  # type: ignore[arg-type]
+            stage_s = time.perf_counter() - before.wall
+            url = str(staged)
+        elif opts.cold and is_local(url):
+            record["cold_cache_dropped"] = drop_page_cache(local_path(url))
+        result = _engine(opts, url)
+    except InstoreError as err:
+        error = str(err)
+    except Exception as err:  # a failed job is a result: keep measuring, record why
+        error = _error_line(err)
+    finally:
+        after = ProcSnapshot.take()
+        if staged is not None:
+            staged.unlink(missing_ok=True)
+    record.update(_measurement(before, after, result, stage_s))
+    record["error"] = error
+    record["provenance"] = provenance()
+    return record
+
+
+def _measurement(
+    before: ProcSnapshot, after: ProcSnapshot, r: EngineResult, stage_s: float
+) -> dict[str, Any]:
+    wall = after.wall - before.wall
+    user, sys_ = after.user - before.user, after.sys - before.sys
+    return {
+        "tree": r.tree,
+        "file_size": r.file_size,
+        "entries": r.entries,
+        "branches_total": r.branches_total,
+        "branches_read": r.branches_read,
+        "events": r.events,
+        "wall_s": wall,
+        "open_s": r.open_s,
+        "stage_in_s": stage_s,
+        "user_s": user,
+        "sys_s": sys_,
+        "cpu_efficiency": (user + sys_) / wall if wall > 0 else None,
+        "cpu_wait_s": (after.run_delay_ns - before.run_delay_ns) / 1e9,
+        "event_rate_hz": r.events / wall if wall > 0 else None,
+        "bytes_read": r.bytes_read,
+        "read_calls": r.read_calls,
+        "vector_reads": r.vector_reads,
+        "read_size_hist": size_histogram(n for _, n in r.reads),
+        "bytes_needed": r.bytes_needed,
+        "read_amplification": r.bytes_read / r.bytes_needed if r.bytes_needed else None,
+        "mb_per_s": r.bytes_read / 1e6 / wall if wall > 0 else None,
+        "cache_bytes_effective": r.cache_bytes,
+        "rchar_delta": after.rchar - before.rchar,
+        "counters": r.counters,
+        "_reads": r.reads,
+    }
