@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from instore.container import image
 from instore.container.measure import run_payload
-from instore.container.runtime import Bind, Runtime, Target, launch
+from instore.container.runtime import NO_ACCESS, Access, Bind, Runtime, Target, launch
 
 pytestmark = pytest.mark.integration
 
@@ -40,8 +40,8 @@ def ordered_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "ordered-r0.root"
 
 
-def run(target: Target, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
-    command = launch(target, argv, **kwargs)
+def run(target: Target, argv: list[str], access: Access = NO_ACCESS) -> subprocess.CompletedProcess:
+    command = launch(target, argv, access)
     return subprocess.run(
         command.argv, env=command.env, capture_output=True, text=True, timeout=300
     )
@@ -66,16 +66,16 @@ def test_root_fs_is_read_only_and_binds_are_as_asked(podman_target, tmp_path):
     data, out = tmp_path / "data", tmp_path / "out"
     data.mkdir()
     out.mkdir()
-    binds = [Bind(data), Bind(out, writable=True)]
-    assert run(podman_target, ["touch", "/opt/instore/x"], binds=binds).returncode != 0
-    assert run(podman_target, ["touch", str(data / "x")], binds=binds).returncode != 0
-    assert run(podman_target, ["touch", str(out / "x")], binds=binds).returncode == 0
+    binds = Access((Bind(data), Bind(out, writable=True)))
+    assert run(podman_target, ["touch", "/opt/instore/x"], binds).returncode != 0
+    assert run(podman_target, ["touch", str(data / "x")], binds).returncode != 0
+    assert run(podman_target, ["touch", str(out / "x")], binds).returncode == 0
     assert (out / "x").exists()
 
 
 def test_only_named_variables_reach_the_container(podman_target, monkeypatch):
     monkeypatch.setenv("INSTORE_SECRET", "not-for-the-payload")
-    proc = run(podman_target, ["env"], env={"XRD_REQUESTTIMEOUT": "30"})
+    proc = run(podman_target, ["env"], Access(env={"XRD_REQUESTTIMEOUT": "30"}))
     assert "XRD_REQUESTTIMEOUT=30" in proc.stdout.splitlines()
     assert "INSTORE_SECRET" not in proc.stdout
 
@@ -97,7 +97,7 @@ def test_startup_is_excluded_from_the_jobs_wall_time(payload_image, ordered_file
 def test_same_read_inside_and_outside_the_container(podman_target, ordered_file, engine):
     host = run_payload(Target(Runtime.NONE), read_argv(ordered_file, engine))
     inside = run_payload(
-        podman_target, read_argv(ordered_file, engine), binds=[Bind(ordered_file.parent)]
+        podman_target, read_argv(ordered_file, engine), Access((Bind(ordered_file.parent),))
     )
     assert host["error"] is None and inside["error"] is None, (host["error"], inside["error"])
     assert host["events"] > 0

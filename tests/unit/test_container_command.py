@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from instore.container import command
-from instore.container.runtime import Bind
+from instore.container.runtime import Access, Bind
 from instore.errors import InstoreError
 
 
@@ -32,15 +32,27 @@ def test_run_keeps_the_payload_arguments_after_the_separator():
     assert args.bind == [Path("/data")]
 
 
-def test_binds_are_read_only_unless_asked(tmp_path):
+def test_binds_are_read_only_unless_asked_and_env_is_named(tmp_path):
     args = parse(
-        "run", "--bind", str(tmp_path), "--bind-rw", "/out", "--fuse-dir", "/mnt/f", "--", "true"
+        "run",
+        "--bind",
+        str(tmp_path),
+        "--bind-rw",
+        "/out",
+        "--fuse-dir",
+        "/mnt/f",
+        "--env",
+        "A=1",
+        "--",
+        "true",
     )
-    assert command.binds_from(args) == [
+    binds = (
         Bind(tmp_path.resolve()),
         Bind(Path("/out"), writable=True),
         Bind(Path("/mnt/f"), propagate=True),
-    ]
+    )
+    assert command.access_from(args, {}) == Access(binds, {"A": "1"}, fuse=True)
+    assert command.access_from(parse("run", "--", "true"), {}) == Access((), {}, fuse=False)
 
 
 def test_env_takes_values_given_or_named_from_the_caller():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,20 @@ def project(tmp_path: Path) -> image.Project:
 
 def current_hash(project: image.Project) -> str:
     return image.content_hash(image.context_files(project), image.base_spec(None))
+
+
+def write_current_record(project: image.Project, **extra: str) -> dict:
+    """A build record for the project as it is now, as ``instore container build`` writes it."""
+    project.build_dir.mkdir(parents=True, exist_ok=True)
+    record = {
+        "image": "localhost/instore-payload:x",
+        "image_digest": "sha256:ab",
+        "content_hash": current_hash(project),
+        "base": image.base_spec(None),
+        **extra,
+    }
+    project.record_path.write_text(json.dumps(record))
+    return record
 
 
 def test_context_holds_recipe_lock_and_package_but_no_byproducts(project):
@@ -105,14 +120,7 @@ def test_record_round_trip_and_bad_json(project):
 def test_target_refuses_missing_and_stale_images(project):
     with pytest.raises(InstoreError, match="no payload image has been built"):
         image.target_for(Runtime.PODMAN, project)
-    project.build_dir.mkdir(parents=True)
-    record = {
-        "image": "localhost/instore-payload:x",
-        "image_digest": "sha256:ab",
-        "content_hash": current_hash(project),
-        "base": image.base_spec(None),
-    }
-    project.record_path.write_text(json.dumps(record))
+    write_current_record(project)
     target = image.target_for(Runtime.PODMAN, project)
     assert (target.image, target.image_digest) == ("localhost/instore-payload:x", "sha256:ab")
     assert target.store == project.store()
@@ -122,20 +130,12 @@ def test_target_refuses_missing_and_stale_images(project):
 
 
 def test_apptainer_target_needs_a_sif_built_from_the_current_image(project):
-    project.build_dir.mkdir(parents=True)
     sif = project.build_dir / "payload.sif"
-    record = {
-        "image": "i",
-        "image_digest": "sha256:ab",
-        "content_hash": current_hash(project),
-        "base": image.base_spec(None),
-    }
-    project.record_path.write_text(json.dumps(record))
+    record = write_current_record(project)
     with pytest.raises(InstoreError, match="--sif"):
         image.target_for(Runtime.APPTAINER, project)
     sif.write_bytes(b"sif")
-    record.update(sif=str(sif), sif_content_hash=record["content_hash"])
-    project.record_path.write_text(json.dumps(record))
+    write_current_record(project, sif=str(sif), sif_content_hash=record["content_hash"])
     target = image.target_for(Runtime.APPTAINER, project)
     assert (target.image, target.image_digest) == (str(sif), "sha256:ab")
 
@@ -187,3 +187,22 @@ def test_missing_tools_give_one_line_errors(project, monkeypatch):
     monkeypatch.setattr(image, "image_exists", lambda store, ref: False)
     with pytest.raises(InstoreError, match="mmdebstrap is not installed"):
         image.build_base(project, project.store(), image.base_spec(None))
+
+
+def test_a_failed_build_step_names_the_last_log_line_in_one_line(tmp_path):
+    log = tmp_path / "build.log"
+    log.write_text("")
+    failing = [
+        sys.executable,
+        "-c",
+        "print('step 1 ok'); print('E: no such package g++'); exit(100)",
+    ]
+    with pytest.raises(InstoreError) as err:
+        image.logged("podman build", failing, log, "fix the recipe")
+    assert (
+        str(err.value)
+        == f"podman build failed: E: no such package g++ -- see {log}; fix the recipe"
+    )
+    assert "step 1 ok" in log.read_text()
+    image.logged("podman build", [sys.executable, "-c", "print('fine')"], log, "unused")
+    assert log.read_text().endswith("fine\n")

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 from instore.container.measure import measure_startup, parse_record, run_payload
-from instore.container.runtime import Runtime, Target
+from instore.container.runtime import Access, Runtime, Target
 from instore.errors import InstoreError
 
 HOST = Target(Runtime.NONE)
@@ -44,7 +44,7 @@ def test_record_keeps_payload_wall_apart_from_startup_and_outer_wall():
 def test_only_named_env_reaches_the_payload(monkeypatch):
     monkeypatch.setenv("SECRET_TOKEN", "x")
     code = "import json, os; print(json.dumps({'seen': sorted(os.environ)}))"
-    record = run_payload(HOST, python(code), env={"XRD_TIMEOUT": "5"})
+    record = run_payload(HOST, python(code), Access(env={"XRD_TIMEOUT": "5"}))
     assert "XRD_TIMEOUT" in record["seen"]
     assert "SECRET_TOKEN" not in record["seen"]
 

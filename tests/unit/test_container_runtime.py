@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from instore.container.runtime import (
     PODMAN_NPROC_CEILING,
+    Access,
     Bind,
     PodmanStore,
     Runtime,
@@ -91,21 +92,21 @@ def test_podman_binds_are_same_path_and_read_only_unless_writable():
         Bind(Path("/out"), writable=True),
         Bind(Path("/mnt/fuse"), propagate=True),
     ]
-    argv = launch(PODMAN, ["true"], binds=binds).argv
+    argv = launch(PODMAN, ["true"], Access(binds)).argv
     volumes = [argv[i + 1] for i, a in enumerate(argv) if a == "--volume"]
     assert volumes == ["/data:/data:ro", "/out:/out:rw", "/mnt/fuse:/mnt/fuse:ro,rslave"]
 
 
 def test_podman_fuse_adds_the_device_only_when_asked():
     assert "/dev/fuse" not in launch(PODMAN, ["true"]).argv
-    argv = launch(PODMAN, ["true"], fuse=True).argv
+    argv = launch(PODMAN, ["true"], Access(fuse=True)).argv
     assert argv[argv.index("--device") + 1] == "/dev/fuse"
 
 
 def test_only_named_variables_reach_the_container(monkeypatch):
     monkeypatch.setenv("SECRET_TOKEN", "do-not-pass")
     for target in (PODMAN, APPTAINER):
-        cmd = launch(target, ["true"], env={"XRD_READAHEAD": "0"})
+        cmd = launch(target, ["true"], Access(env={"XRD_READAHEAD": "0"}))
         envs = [cmd.argv[i + 1] for i, a in enumerate(cmd.argv) if a == "--env"]
         assert envs == ["HOME=/tmp", "XRD_READAHEAD=0"]
         assert "SECRET_TOKEN" not in " ".join(cmd.argv)
@@ -123,7 +124,7 @@ def test_podman_passes_host_hard_limits():
 
 
 def test_apptainer_runs_the_sif_with_a_clean_environment():
-    cmd = launch(APPTAINER, ["instore", "--version"], binds=[Bind(Path("/data"))])
+    cmd = launch(APPTAINER, ["instore", "--version"], Access((Bind(Path("/data")),)))
     assert cmd.argv[:3] == ["apptainer", "exec", "--cleanenv"]
     assert "--no-home" in cmd.argv
     assert cmd.argv[cmd.argv.index("--bind") + 1] == "/data:/data:ro"
@@ -132,7 +133,7 @@ def test_apptainer_runs_the_sif_with_a_clean_environment():
 
 def test_none_runs_this_venvs_instore_with_only_named_env(monkeypatch):
     monkeypatch.setenv("SECRET_TOKEN", "do-not-pass")
-    cmd = launch(Target(Runtime.NONE), ["instore", "read", "x"], env={"A": "1"})
+    cmd = launch(Target(Runtime.NONE), ["instore", "read", "x"], Access(env={"A": "1"}))
     assert cmd.argv == [str(Path(sys.executable).parent / "instore"), "read", "x"]
     assert set(cmd.env) == {"PATH", "HOME", "A"}
     assert cmd.env["PATH"].startswith(str(Path(sys.executable).parent))

@@ -4,20 +4,22 @@ What the sweep calls::
 
     choice = select_runtime("auto")                     # podman | apptainer | none | auto
     target = target_for(choice.runtime)                 # image + digest, refuses a stale image
-    startup = measure_startup(target, runs=5, binds=binds)
-    record = run_payload(target, ["instore", "read", url, ...], binds=binds,
-                         env={"XRD_...": "..."}, startup_s=startup.median_s)
+    access = Access(binds=(Bind(Path("data/files")),), env={"XRD_...": "..."})
+    startup = measure_startup(target, access, runs=5)          # once per sweep point
+    record = run_payload(target, ["instore", "read", url, ...], access,
+                         startup_s=startup.median_s)
     # record: the payload's own fields + runtime, image_digest, container_startup_s,
     # outer_wall_s, exit_status
 
-``launch(target, argv, ...)`` gives the full command without running it (e.g. for srun).
+``launch(target, argv, access)`` gives the full command without running it (e.g. for srun).
 """
 
 from instore.container.image import build, find_project, target_for
 from instore.container.measure import Startup, measure_startup, run_payload
-from instore.container.runtime import Bind, Launch, Runtime, Target, launch, select_runtime
+from instore.container.runtime import Access, Bind, Launch, Runtime, Target, launch, select_runtime
 
 __all__ = [
+    "Access",
     "Bind",
     "Launch",
     "Runtime",

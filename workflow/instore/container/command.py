@@ -7,14 +7,20 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from instore.container import image
 from instore.container.measure import measure_startup, run_payload
-from instore.container.runtime import SETTINGS, Bind, select_runtime
+from instore.container.runtime import SETTINGS, Access, Bind, select_runtime
 from instore.errors import InstoreError
 
 RUNTIME_ENV = "INSTORE_CONTAINER_RUNTIME"
+PATH_OPTIONS = {
+    "--bind": "a host path the payload reads (read-only, same path inside)",
+    "--bind-rw": "a host path the payload writes",
+    "--fuse-dir": "a FUSE mount dir (read-only, mounts propagate); adds /dev/fuse",
+}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -100,30 +106,8 @@ def _register_run(commands: argparse._SubParsersAction) -> None:
         "runtime, image digest and container start-up cost",
     )
     _add_runtime(parser)
-    parser.add_argument(
-        "--bind",
-        action="append",
-        type=Path,
-        default=[],
-        metavar="PATH",
-        help="a host path the payload reads (read-only, same path inside)",
-    )
-    parser.add_argument(
-        "--bind-rw",
-        action="append",
-        type=Path,
-        default=[],
-        metavar="PATH",
-        help="a host path the payload writes",
-    )
-    parser.add_argument(
-        "--fuse-dir",
-        action="append",
-        type=Path,
-        default=[],
-        metavar="PATH",
-        help="a FUSE mount dir (read-only, mounts propagate); adds /dev/fuse",
-    )
+    for flag, what in PATH_OPTIONS.items():
+        parser.add_argument(flag, action="append", type=Path, default=[], metavar="PATH", help=what)
     parser.add_argument(
         "--env",
         action="append",
@@ -142,7 +126,7 @@ def _register_run(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_run)
 
 
-def parse_env(items: list[str], environ: dict[str, str] | os._Environ) -> dict[str, str]:
+def parse_env(items: list[str], environ: Mapping[str, str]) -> dict[str, str]:
     """``NAME=VALUE`` as given, ``NAME`` from the caller's environment (must be set)."""
     env = {}
     for item in items:
@@ -155,12 +139,14 @@ def parse_env(items: list[str], environ: dict[str, str] | os._Environ) -> dict[s
     return env
 
 
-def binds_from(args: argparse.Namespace) -> list[Bind]:
-    return [
+def access_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Access:
+    """The binds, named variables and FUSE access the run options ask for."""
+    binds = [
         *(Bind(p.resolve()) for p in args.bind),
         *(Bind(p.resolve(), writable=True) for p in args.bind_rw),
         *(Bind(p.resolve(), propagate=True) for p in args.fuse_dir),
     ]
+    return Access(tuple(binds), parse_env(args.env, environ), fuse=bool(args.fuse_dir))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -172,13 +158,11 @@ def _run(args: argparse.Namespace) -> int:
     choice = select_runtime(args.runtime)
     print(f"instore container: {choice.reason}", file=sys.stderr)
     target = image.target_for(choice.runtime)
-    binds, env, fuse = binds_from(args), parse_env(args.env, os.environ), bool(args.fuse_dir)
+    access = access_from(args, os.environ)
     startup = None
     if args.startup_runs > 0:
-        startup = measure_startup(
-            target, runs=args.startup_runs, binds=binds, env=env, fuse=fuse
-        ).median_s
-    record = run_payload(target, payload, binds=binds, env=env, fuse=fuse, startup_s=startup)
+        startup = measure_startup(target, access, runs=args.startup_runs).median_s
+    record = run_payload(target, payload, access, startup_s=startup)
     print(json.dumps(record))
     return 0 if record["exit_status"] == 0 else 1
 

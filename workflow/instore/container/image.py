@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import instore
-from instore.container.runtime import PodmanStore, Runtime, Target, ulimit_args
+from instore.container.runtime import PodmanStore, Runtime, Target, last_line, ulimit_args
 from instore.errors import InstoreError
 
 log = logging.getLogger(__name__)
@@ -174,29 +174,28 @@ def base_tag(spec: str) -> str:
     return f"localhost/instore-base:{BASE_SUITE}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
 
 
-def podman(store: PodmanStore, args: Sequence[str], *, log_path: Path | None = None) -> str:
-    """Run podman on the project store; return stdout, or raise naming the last line of output."""
-    argv = [*store.argv(), *args]
-    if log_path is None:
-        proc = subprocess.run(argv, env=store.env(), capture_output=True, text=True, check=False)
-        output, tail = proc.stdout, _last_line(proc.stderr)
-    else:
-        with log_path.open("a") as sink:
-            sink.write(f"$ {' '.join(argv)}\n")
-            sink.flush()
-            proc = subprocess.run(
-                argv, env=store.env(), stdout=sink, stderr=subprocess.STDOUT, check=False
-            )
-        output, tail = "", _last_line(log_path.read_text())
+def logged(what: str, argv: Sequence[str], log_path: Path, fix: str, **kwargs) -> None:
+    """Run a long build step with its output appended to the build log; on failure raise
+    naming the step and the log's last line (the error a person would look for first)."""
+    with log_path.open("a") as sink:
+        sink.write(f"$ {' '.join(argv)}\n")
+        sink.flush()
+        proc = subprocess.run(argv, stdout=sink, stderr=subprocess.STDOUT, check=False, **kwargs)
     if proc.returncode != 0:
-        where = f"see {log_path}" if log_path else "check the podman installation (make system)"
-        raise InstoreError(f"podman {args[0]} failed: {tail}", where)
-    return output
+        tail = last_line(log_path.read_text())
+        raise InstoreError(f"{what} failed: {tail}", f"see {log_path}; {fix}")
 
 
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else "(no output)"
+def podman(store: PodmanStore, args: Sequence[str]) -> str:
+    """Run a short podman query on the project store; return stdout or raise with its error."""
+    argv = [*store.argv(), *args]
+    proc = subprocess.run(argv, env=store.env(), capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise InstoreError(
+            f"podman {args[0]} failed: {last_line(proc.stderr)}",
+            "check the podman installation (make system) and `instore container status`",
+        )
+    return proc.stdout
 
 
 def require_podman() -> None:
@@ -221,17 +220,15 @@ def build_base(project: Project, store: PodmanStore, spec: str) -> str:
     tarball = project.build_dir / "base.tar"
     argv = ["mmdebstrap", *MMDEBSTRAP_OPTIONS, BASE_SUITE, str(tarball), *_mirror()]
     log.info("building the Debian base: %s", " ".join(argv))
-    with project.log_path.open("a") as sink:
-        sink.write(f"$ {' '.join(argv)}\n")
-        sink.flush()
-        proc = subprocess.run(argv, stdout=sink, stderr=subprocess.STDOUT, check=False)
-    if proc.returncode != 0:
-        tail = _last_line(project.log_path.read_text())
-        raise InstoreError(
-            f"mmdebstrap failed: {tail}", f"see {project.log_path}; check the apt mirror"
-        )
+    logged("mmdebstrap", argv, project.log_path, "check that the apt mirror is reachable")
     try:
-        podman(store, ["import", str(tarball), tag], log_path=project.log_path)
+        logged(
+            "podman import",
+            [*store.argv(), "import", str(tarball), tag],
+            project.log_path,
+            "check free disk space under build/",
+            env=store.env(),
+        )
     finally:
         tarball.unlink(missing_ok=True)
     return tag
@@ -324,7 +321,13 @@ def _build(
     base_ref = base or build_base(project, store, spec)
     stage_context(files, project.build_dir / "context")
     tag = f"{IMAGE_NAME}:{current[:12]}"
-    podman(store, build_args(project, base_ref, tag, pull=bool(base)), log_path=project.log_path)
+    logged(
+        "podman build",
+        [*store.argv(), *build_args(project, base_ref, tag, pull=bool(base))],
+        project.log_path,
+        "fix the recipe or the lock, then rerun",
+        env=store.env(),
+    )
     record = {
         "image": tag,
         **inspect(store, tag),
@@ -361,10 +364,14 @@ def save_oci_archive(project: Project, record: dict) -> Path:
     """Write the image as an OCI archive, the input Apptainer builds the SIF from."""
     archive = project.oci_archive
     archive.unlink(missing_ok=True)
-    podman(
-        project.store(),
-        ["save", "--format", "oci-archive", "--output", str(archive), record["image"]],
-        log_path=project.log_path,
+    store = project.store()
+    argv = ["save", "--format", "oci-archive", "--output", str(archive), record["image"]]
+    logged(
+        "podman save",
+        [*store.argv(), *argv],
+        project.log_path,
+        "check free disk space",
+        env=store.env(),
     )
     return archive
 
@@ -378,13 +385,9 @@ def build_sif(project: Project, record: dict) -> dict:
         )
     save_oci_archive(project, record)
     argv = ["apptainer", "build", "--force", str(project.sif), str(project.definition)]
-    with project.log_path.open("a") as sink:
-        proc = subprocess.run(
-            argv, cwd=project.root, stdout=sink, stderr=subprocess.STDOUT, check=False
-        )
-    if proc.returncode != 0:
-        tail = _last_line(project.log_path.read_text())
-        raise InstoreError(f"apptainer build failed: {tail}", f"see {project.log_path}")
+    logged(
+        "apptainer build", argv, project.log_path, "check containers/payload.def", cwd=project.root
+    )
     record = {**record, "sif": str(project.sif), "sif_content_hash": record["content_hash"]}
     _write_record(project, record)
     return record

@@ -12,10 +12,10 @@ import json
 import statistics
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from instore.container.runtime import Bind, Launch, Target, launch
+from instore.container.runtime import NO_ACCESS, Access, Launch, Target, last_line, launch
 from instore.errors import InstoreError
 
 STARTUP_PROBE = ("true",)
@@ -37,27 +37,20 @@ def _timed(command: Launch, timeout: float | None) -> tuple[subprocess.Completed
     return proc, time.perf_counter() - started
 
 
-def measure_startup(
-    target: Target,
-    *,
-    runs: int = 5,
-    binds: Sequence[Bind] = (),
-    env: Mapping[str, str] | None = None,
-    fuse: bool = False,
-) -> Startup:
+def measure_startup(target: Target, access: Access = NO_ACCESS, *, runs: int = 5) -> Startup:
     """Start the container ``runs`` times with the job's binds and env, doing nothing inside."""
     if runs < 1:
         raise InstoreError(
             f"start-up runs must be at least 1, got {runs}", "pass --startup-runs 1 or more"
         )
-    probe = launch(target, STARTUP_PROBE, binds=binds, env=env, fuse=fuse)
+    probe = launch(target, STARTUP_PROBE, access)
     samples = []
     for _ in range(runs):
         proc, elapsed = _timed(probe, timeout=120)
         if proc.returncode != 0:
             raise InstoreError(
                 f"the {target.runtime} container did not start (exit {proc.returncode}): "
-                f"{_last_line(proc.stderr)}",
+                f"{last_line(proc.stderr)}",
                 "check `instore container status` and rebuild with `instore container build`",
             )
         samples.append(elapsed)
@@ -94,10 +87,8 @@ def container_fields(
 def run_payload(
     target: Target,
     payload_argv: Sequence[str],
+    access: Access = NO_ACCESS,
     *,
-    binds: Sequence[Bind] = (),
-    env: Mapping[str, str] | None = None,
-    fuse: bool = False,
     startup_s: float | None = None,
     timeout: float | None = None,
 ) -> dict:
@@ -106,7 +97,7 @@ def run_payload(
     A job that prints no record still returns one, with ``error`` saying why, so a failed
     run is recorded rather than dropped.
     """
-    command = launch(target, payload_argv, binds=binds, env=env, fuse=fuse)
+    command = launch(target, payload_argv, access)
     try:
         proc, outer = _timed(command, timeout)
     except subprocess.TimeoutExpired:
@@ -118,11 +109,6 @@ def run_payload(
     if record is None:
         record = {
             "error": f"payload exited {proc.returncode} without a run record: "
-            f"{_last_line(proc.stderr)}"
+            f"{last_line(proc.stderr)}"
         }
     return {**record, **container_fields(target, startup_s, outer, proc.returncode)}
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else "(no output)"

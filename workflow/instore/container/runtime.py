@@ -121,6 +121,19 @@ class Bind:
 
 
 @dataclass(frozen=True)
+class Access:
+    """What a payload sees besides its image: host paths, named variables, /dev/fuse."""
+
+    binds: Sequence[Bind] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    fuse: bool = False
+
+
+# Nothing from the host but the image: the default for every run.
+NO_ACCESS = Access()
+
+
+@dataclass(frozen=True)
 class Launch:
     """A complete command: ``subprocess.run(launch.argv, env=launch.env)``."""
 
@@ -141,6 +154,12 @@ def _hard_limit(which: int, ceiling: int) -> int:
     return ceiling if hard == resource.RLIM_INFINITY else min(hard, ceiling)
 
 
+def last_line(text: str) -> str:
+    """The last non-blank line of a tool's output: usually the error that matters."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
 def _host_basics() -> dict[str, str]:
     """The least a child process needs: a PATH to find programs and a HOME."""
     return {
@@ -152,16 +171,13 @@ def _host_basics() -> dict[str, str]:
 def launch(
     target: Target,
     payload_argv: Sequence[str],
-    *,
-    binds: Sequence[Bind] = (),
-    env: Mapping[str, str] | None = None,
-    fuse: bool = False,
+    access: Access = NO_ACCESS,
     workdir: str = CONTAINER_HOME,
 ) -> Launch:
     """Turn a payload command into the full command for the target's runtime."""
     if not payload_argv:
         raise InstoreError("empty payload command", "pass the command after `--`")
-    named = dict(env or {})
+    binds, named, fuse = access.binds, dict(access.env), access.fuse
     if target.runtime is Runtime.PODMAN:
         return Launch(
             Runtime.PODMAN,
