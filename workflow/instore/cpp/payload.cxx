@@ -1,6 +1,9 @@
 // instore measuring payload, ROOT engine: a C++ event loop with TTreePerfStats attached.
 #include <TBranch.h>
+#include <TEnv.h>
 #include <TFile.h>
+#include <TSystem.h>
+#include <cstdlib>
 #include <TFileCacheRead.h>
 #include <TTree.h>
 #include <TTreeCache.h>
@@ -40,9 +43,17 @@ public:
    }
 };
 
-// Size of the cache ROOT would create by itself (0 if ROOT_TTREECACHE_SIZE/TTreeCache.Size say off).
+// The auto-cache factor: rootrc TTreeCache.Size, overridden by ROOT_TTREECACHE_SIZE.
+// 0 means TTree::GetEntry creates no cache by itself (ROOT 5 behaviour).
+inline double auto_cache_factor() {
+   double factor = gEnv->GetValue("TTreeCache.Size", 1.0);
+   if (const char *env = gSystem->Getenv("ROOT_TTREECACHE_SIZE")) factor = std::atof(env);
+   return factor;
+}
+
+// Size of the cache TTree::GetEntry would create by itself.
 inline Long64_t default_cache_size(TTree *t) {
-   if (!t->EnableCache()) return 0;
+   if (auto_cache_factor() <= 0 || !t->EnableCache()) return 0;
    TFileCacheRead *c = t->GetCurrentFile()->GetCacheRead(t);
    return c ? c->GetBufferSize() : 0;
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -11,14 +12,22 @@ from instore.errors import InstoreError
 from instore.inspect.basketmap import COLUMNS
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
+from instore.payload.source.file import is_local, local_path
 from instore.rootenv import declare, root
 
 
 def _open(url: str) -> Any:
-    ROOT = root()
-    f = ROOT.TFile.Open(url, "READ")
+    if is_local(url) and not os.path.exists(local_path(url)):
+        raise InstoreError(f"{url}: no such file", "check the path")
+    try:
+        f = root().TFile.Open(url, "READ")
+    except OSError:  # PyROOT raises for a failed open
+        f = None
     if not f or f.IsZombie():
-        raise OSError(f"ROOT could not open {url}")
+        raise InstoreError(
+            f"{url}: ROOT could not open it (not a ROOT file, truncated, or refused by the endpoint)",
+            "check the URL and that the file is complete; regenerate or re-copy it",
+        )
     return f
 
 

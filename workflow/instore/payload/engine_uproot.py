@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -32,8 +33,11 @@ def _steps(tree: object, first: int, stop: int, step_bytes: int) -> list[tuple[i
     if len(bounds) <= 2:
         n = max(1, math.ceil(int(tree.member("fTotBytes")) / step_bytes))  # type: ignore[attr-defined]
         bounds = [round(i * bounds[-1] / n) for i in range(n + 1)]
-    pairs = zip(bounds[:-1], bounds[1:], strict=True)
-    return [(max(a, first), min(b, stop)) for a, b in pairs if b > first and a < stop]
+    return [
+        (max(a, first), min(b, stop))
+        for a, b in itertools.pairwise(bounds)
+        if b > first and a < stop
+    ]
 
 
 def run(url: str, tree_name: str | None, pattern: Pattern, knobs: UprootKnobs) -> EngineResult:

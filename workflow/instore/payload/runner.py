@@ -17,7 +17,7 @@ from instore.payload.pattern import Pattern
 from instore.payload.procstats import ProcSnapshot, drop_page_cache, join_cgroup
 from instore.payload.record import RECORD_VERSION, provenance, size_histogram, utc_now
 from instore.payload.result import EngineResult
-from instore.payload.source.file import local_path
+from instore.payload.source.file import is_local, local_path
 
 ENGINES = ("root", "uproot")
 STAGE_IN_TOOLS = ("cp", "xrdcp")
@@ -64,10 +64,6 @@ class ReadOptions:
             **{f"pattern_{k}": v for k, v in asdict(self.pattern).items()},
             **{f"uproot_{k}": v for k, v in asdict(self.uproot).items()},
         }
-
-
-def is_local(url: str) -> bool:
-    return urlparse(url).scheme in ("", "file")
 
 
 def stage_in(url: str, tool: str, scratch: Path) -> Path:

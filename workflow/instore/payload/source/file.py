@@ -6,6 +6,10 @@ import os
 from urllib.parse import urlparse
 
 
+def is_local(url: str) -> bool:
+    return urlparse(url).scheme in ("", "file")
+
+
 def local_path(url: str) -> str:
     return urlparse(url).path if url.startswith("file:") else url
 
