@@ -27,15 +27,15 @@ def test_schema_is_analysis_like(small_files: dict[str, Path]) -> None:
     assert 50 <= n_branches <= 200
     with uproot.open(small_files["ordered"]) as f:
         t = f["events"]
-        types = {t[b].typename.split("[")[0] for b in t.keys()}
+        types = {b.typename.split("[")[0] for b in t.branches}
         jet_pt = t["Jet_pt"].array(entry_stop=100)
         assert len(set(len(x) for x in jet_pt)) > 1, "collections must be variable-length"
         assert t["pdfWeights"].array(entry_stop=1, library="np").shape == (1, 100), (
             "fixed-size arrays"
         )
     assert len(types) >= 4, f"mixed types expected, got {types}"
-    compressed = sum(t[b].compressed_bytes for b in t.keys())
-    uncompressed = sum(t[b].uncompressed_bytes for b in t.keys())
+    compressed = sum(b.compressed_bytes for b in t.branches)
+    uncompressed = sum(b.uncompressed_bytes for b in t.branches)
     assert 1.3 < uncompressed / compressed < 4, "realistic compression ratio"
 
 
