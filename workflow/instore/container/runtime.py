@@ -177,20 +177,13 @@ def launch(
     """Turn a payload command into the full command for the target's runtime."""
     if not payload_argv:
         raise InstoreError("empty payload command", "pass the command after `--`")
-    binds, named, fuse = access.binds, dict(access.env), access.fuse
     if target.runtime is Runtime.PODMAN:
-        return Launch(
-            Runtime.PODMAN,
-            _podman_argv(target, payload_argv, binds, named, fuse, workdir),
-            _require_store(target).env(),
-        )
+        argv = _podman_argv(target, payload_argv, access, workdir)
+        return Launch(Runtime.PODMAN, argv, _require_store(target).env())
     if target.runtime is Runtime.APPTAINER:
-        return Launch(
-            Runtime.APPTAINER,
-            _apptainer_argv(target, payload_argv, binds, named, workdir),
-            _host_basics(),
-        )
-    return Launch(Runtime.NONE, _host_argv(payload_argv), _host_env(named))
+        argv = _apptainer_argv(target, payload_argv, access, workdir)
+        return Launch(Runtime.APPTAINER, argv, _host_basics())
+    return Launch(Runtime.NONE, _host_argv(payload_argv), _host_env(access.env))
 
 
 def _require_store(target: Target) -> PodmanStore:
@@ -202,13 +195,13 @@ def _require_store(target: Target) -> PodmanStore:
     return target.store
 
 
+def _container_env(access: Access) -> dict[str, str]:
+    """Inside the image: a writable HOME, then exactly the variables the caller named."""
+    return {"HOME": CONTAINER_HOME, **access.env}
+
+
 def _podman_argv(
-    target: Target,
-    payload_argv: Sequence[str],
-    binds: Sequence[Bind],
-    env: Mapping[str, str],
-    fuse: bool,
-    workdir: str,
+    target: Target, payload_argv: Sequence[str], access: Access, workdir: str
 ) -> list[str]:
     argv = [
         *_require_store(target).argv(),
@@ -222,11 +215,11 @@ def _podman_argv(
         workdir,
         *ulimit_args(),
     ]
-    if fuse:
+    if access.fuse:
         argv += ["--device", "/dev/fuse"]
-    for bind in binds:
+    for bind in access.binds:
         argv += ["--volume", _podman_volume(bind)]
-    for name, value in {"HOME": CONTAINER_HOME, **env}.items():
+    for name, value in _container_env(access).items():
         argv += ["--env", f"{name}={value}"]
     return [*argv, target.image, *payload_argv]
 
@@ -240,11 +233,7 @@ def _podman_volume(bind: Bind) -> str:
 
 
 def _apptainer_argv(
-    target: Target,
-    payload_argv: Sequence[str],
-    binds: Sequence[Bind],
-    env: Mapping[str, str],
-    workdir: str,
+    target: Target, payload_argv: Sequence[str], access: Access, workdir: str
 ) -> list[str]:
     if not target.image:
         raise InstoreError(
@@ -252,10 +241,10 @@ def _apptainer_argv(
         )
     # Apptainer shares the host network and /dev (so /dev/fuse) by default; the SIF is read-only.
     argv = ["apptainer", "exec", "--cleanenv", "--no-home", "--pwd", workdir]
-    for bind in binds:
+    for bind in access.binds:
         path = str(bind.path)
         argv += ["--bind", f"{path}:{path}:{'rw' if bind.writable else 'ro'}"]
-    for name, value in {"HOME": CONTAINER_HOME, **env}.items():
+    for name, value in _container_env(access).items():
         argv += ["--env", f"{name}={value}"]
     return [*argv, target.image, *payload_argv]
 
