@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "instore.inspect.command",
     "instore.payload.command",
     "instore.container.command",
+    "instore.sweep.command",
 )
 
 

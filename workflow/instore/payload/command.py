@@ -100,6 +100,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     job.add_argument("--scratch", type=Path, help="scratch directory for --stage-in")
     job.add_argument(
+        "--fixed-time",
+        type=float,
+        default=0.0,
+        help="HEPiX method: re-read the file until this many seconds have passed (default: 0, read once)",
+    )
+    job.add_argument(
         "--access-log", type=Path, help="write every physical read (offset, length) to this CSV"
     )
     p.set_defaults(func=run)
@@ -122,6 +128,7 @@ def options_from_args(args: argparse.Namespace) -> ReadOptions:
         cold=not args.warm,
         stage_in=args.stage_in,
         scratch=args.scratch,
+        fixed_time_s=args.fixed_time,
     )
 
 

@@ -36,6 +36,7 @@ class ReadOptions:
     cold: bool = True
     stage_in: str | None = None
     scratch: Path | None = None
+    fixed_time_s: float = 0.0  # > 0: the HEPiX method, re-read the file until this much wall time
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -51,6 +52,10 @@ class ReadOptions:
                 f"unknown stage-in tool {self.stage_in!r}",
                 f"choose one of {', '.join(STAGE_IN_TOOLS)}",
             )
+        if self.fixed_time_s < 0:
+            raise InstoreError(
+                "fixed time is negative", "give --fixed-time 0 (read once) or more seconds"
+            )
         if self.stage_in is not None and self.scratch is None:
             raise InstoreError("stage-in needs a scratch directory", "give --scratch DIR")
 
@@ -61,6 +66,7 @@ class ReadOptions:
             "readahead_bytes": self.readahead_bytes,
             "stage_in": self.stage_in,
             "cold": self.cold,
+            "fixed_time_s": self.fixed_time_s,
             **{f"pattern_{k}": v for k, v in asdict(self.pattern).items()},
             **{f"uproot_{k}": v for k, v in asdict(self.uproot).items()},
         }
@@ -103,6 +109,21 @@ def prepare(engine: str) -> None:
         import uproot  # noqa: F401
 
 
+def _read_passes(
+    opts: ReadOptions, url: str, record: dict[str, Any], start: float
+) -> tuple[EngineResult, int]:
+    """Read once, or (fixed-time mode) again and again until the time is up; sum the passes."""
+    total: EngineResult | None = None
+    passes = 0
+    while True:
+        if opts.cold and not opts.stage_in and is_local(url):
+            record["cold_cache_dropped"] = drop_page_cache(local_path(url))
+        total = _engine(opts, url) if total is None else total.plus(_engine(opts, url))
+        passes += 1
+        if time.perf_counter() - start >= opts.fixed_time_s:
+            return total, passes
+
+
 def _error_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     if isinstance(err, subprocess.CalledProcessError):
@@ -134,9 +155,8 @@ def run_read(opts: ReadOptions) -> dict[str, Any]:
             staged = stage_in(url, opts.stage_in, opts.scratch)  # type: ignore[arg-type]
             stage_s = time.perf_counter() - before.wall
             url = str(staged)
-        elif opts.cold and is_local(url):
-            record["cold_cache_dropped"] = drop_page_cache(local_path(url))
-        result = _engine(opts, url)
+        result, passes = _read_passes(opts, url, record, before.wall)
+        record["passes"] = passes
     except InstoreError as err:
         error = str(err)
     except Exception as err:  # a failed job is a result: keep measuring, record why

@@ -1,0 +1,118 @@
+"""``instore sweep``: measure a site's study sections, resumably, into Parquet."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from instore.errors import InstoreError
+from instore.study import SECTIONS, load_study
+from instore.study.config import DEFAULT_STUDY
+from instore.sweep.cluster import ClusterSpec
+from instore.sweep.runner import SweepOptions, run_site
+
+
+def _sections(text: str) -> list[str]:
+    names = list(SECTIONS) if text == "all" else [s.strip() for s in text.split(",") if s.strip()]
+    unknown = [s for s in names if s not in SECTIONS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)} or all"
+        )
+    return names
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "sweep",
+        help="measure a site: run the study's sections, one point at a time, into Parquet",
+        description="Run the grid of each section for one site. A point's jobs start together on "
+        "Dask workers (one worker = one node); points never overlap. Records are appended to "
+        "results/<site>/records.jsonl as each point finishes and the tables "
+        "results/<site>/<section>.parquet are rebuilt; a rerun measures only missing points.",
+    )
+    p.add_argument(
+        "--site", required=True, help="site name (config/sites/<name>.yaml) or path to a site file"
+    )
+    p.add_argument(
+        "--sections",
+        type=_sections,
+        default=list(SECTIONS),
+        help="comma-separated sections, or all (default: all)",
+    )
+    p.add_argument(
+        "--study", type=Path, default=DEFAULT_STUDY, help="study file (default: config/study.yaml)"
+    )
+    p.add_argument(
+        "--profile", help="study profile, e.g. quick or full (default: the study file's)"
+    )
+    p.add_argument(
+        "--data",
+        type=Path,
+        default=Path("data/files"),
+        help="generated files (default: data/files)",
+    )
+    p.add_argument(
+        "--results", type=Path, default=Path("results"), help="results directory (default: results)"
+    )
+    p.add_argument(
+        "--scratch",
+        type=Path,
+        default=Path("data/scratch"),
+        help="stage-in scratch directory (default: data/scratch)",
+    )
+    p.add_argument("--force", action="store_true", help="remeasure points already measured")
+    p.add_argument(
+        "--runtime",
+        default="none",
+        choices=["auto", "podman", "apptainer", "none"],
+        help="run each job in this container runtime (default: none, the host venv)",
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--scheduler", help="address of an existing Dask scheduler (tcp://host:port)"
+    )
+    where.add_argument(
+        "--slurm",
+        action="store_true",
+        help="start workers as SLURM jobs (dask-jobqueue SLURMCluster)",
+    )
+    p.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        help="Dask workers (nodes) to start (default: the site's node count)",
+    )
+    p.add_argument("--slurm-queue", help="SLURM partition for --slurm")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="instore sweep: %(message)s")
+    if args.nodes < 1:
+        raise InstoreError(f"--nodes {args.nodes} is not a node count", "give --nodes 1 or more")
+    study = load_study(args.study, {"profile": args.profile})
+    kind = "address" if args.scheduler else "slurm" if args.slurm else "local"
+    opts = SweepOptions(
+        study=study,
+        site=args.site,
+        sections=args.sections,
+        data=args.data,
+        results=args.results,
+        scratch=args.scratch,
+        force=args.force,
+        runtime=args.runtime,
+        cluster=ClusterSpec(
+            kind=kind, address=args.scheduler, nodes=args.nodes, slurm_queue=args.slurm_queue
+        ),
+        progress=not args.no_progress,
+    )
+    summary = run_site(opts)
+    print(summary.line())
+    for reason, n in summary.skipped.items():
+        print(f"  skipped {n}: {reason}")
+    for section, path in summary.tables.items():
+        print(f"  {section}: {path}")
+    return 1 if summary.failed_points else 0

@@ -1,0 +1,55 @@
+"""One job of a sweep point, run on a Dask worker: wait for the barrier, run, retry on failure."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from instore.container import Access, Target
+from instore.container.measure import run_payload
+
+
+@dataclass(frozen=True)
+class Job:
+    point_key: str
+    index: int
+    node: int
+    argv: tuple[str, ...]
+    target: Target
+    access: Access
+    startup_s: float | None
+    timeout_s: float
+    retries: int
+    backoff_s: float = 2.0
+
+
+def run_job(job: Job, start_at: float) -> dict[str, Any]:
+    """Start at ``start_at`` (wall clock) with the other jobs of the point; keep every attempt's fate.
+
+    A failed attempt is retried after an exponential back-off; the record keeps the number of
+    attempts and the last error, so failures are counted, never dropped.
+    """
+    time.sleep(max(0.0, start_at - time.time()))
+    skew = time.time() - start_at
+    attempts, errors = 0, []
+    while True:
+        attempts += 1
+        record = run_payload(
+            job.target, list(job.argv), job.access, startup_s=job.startup_s, timeout=job.timeout_s
+        )
+        if not record.get("error"):
+            break
+        errors.append(str(record["error"]))
+        if attempts > job.retries:
+            break
+        time.sleep(job.backoff_s * 2 ** (attempts - 1))
+    return {
+        **record,
+        "job": job.index,
+        "node": job.node,
+        "attempts": attempts,
+        "status": "failed" if record.get("error") else "ok",
+        "attempt_errors": errors,
+        "start_skew_s": skew,
+    }

@@ -1,0 +1,244 @@
+"""Run a site's sections: points one after another, the jobs of a point together.
+
+Points never overlap in time (a storage benchmark whose points run side by side measures
+itself). Before each point caches are dropped (page cache on the workers, the server side on
+emulated sites) and the emulated disk's block readahead is set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from distributed import Client
+from tqdm import tqdm
+
+from instore.container import Access, Bind, measure_startup, select_runtime, target_for
+from instore.container.runtime import Runtime, Target
+from instore.errors import InstoreError
+from instore.site import LiveSite, load_site, open_site
+from instore.study import Point, Study, expand
+from instore.sweep.cluster import ClusterSpec, cluster_client
+from instore.sweep.jobs import Job, run_job
+from instore.sweep.store import RecordStore
+
+log = logging.getLogger(__name__)
+BARRIER_S = 1.0  # jobs of a point are told to start this long after submission
+
+
+@dataclass
+class SweepOptions:
+    study: Study
+    site: str
+    sections: Sequence[str]
+    data: Path = Path("data/files")
+    results: Path = Path("results")
+    scratch: Path = Path("data/scratch")
+    force: bool = False
+    runtime: str = "none"
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+    progress: bool = True
+
+
+@dataclass
+class SweepSummary:
+    site: str
+    measured: int = 0
+    already: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    failed_points: int = 0
+    tables: dict[str, Path] = field(default_factory=dict)
+
+    def line(self) -> str:
+        skipped = sum(self.skipped.values())
+        return f"{self.site}: measured {self.measured} point(s), {self.already} already measured, {skipped} skipped, {self.failed_points} with failed jobs"
+
+
+def file_name(layout: str, replica: int) -> str:
+    return f"{layout}-r{replica}.root"
+
+
+def files_for(point: Point, replicas: int) -> list[str]:
+    """Job j reads replica j: concurrent jobs read different files (wrapping if too few)."""
+    return [file_name(point.layout, j % replicas) for j in range(point.jobs)]
+
+
+def plan(opts: SweepOptions, site: str) -> tuple[list[tuple[Point, str]], int, list[Path]]:
+    """(point, key) to measure, how many are already measured, and the input files needed."""
+    study, store = opts.study, RecordStore(opts.results, site)
+    files_key = dataclasses.asdict(study.files)
+    done = set() if opts.force else store.done_keys()
+    todo, already, needed = [], 0, set()
+    for section in opts.sections:
+        for point in expand(study, section):
+            key = point.key(site, files_key)
+            if key in done:
+                already += 1
+                continue
+            todo.append((point, key))
+            needed.update(files_for(point, study.files.replicas))
+    paths = [opts.data / name for name in sorted(needed)]
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        f = study.files
+        raise InstoreError(
+            f"{len(missing)} input file(s) missing, e.g. {missing[0]}",
+            f"run: instore generate --size-mb {f.size_mb} --replicas {f.replicas} --seed {f.seed} --cluster-mb {f.cluster_mb} --out {opts.data}",
+        )
+    return todo, already, paths
+
+
+def skip_reason(point: Point, live: LiveSite, workers: int) -> str | None:
+    if point.protocol not in live.protocols:
+        return f"site offers no {point.protocol}"
+    if point.block_readahead_kb is not None and not live.config.emulated:
+        return "block readahead is only set on emulated disks"
+    if point.nodes > workers:
+        return f"needs {point.nodes} nodes, the cluster has {workers}"
+    return None
+
+
+def job_argv(point: Point, url: str, tree: str, scratch: Path) -> tuple[str, ...]:
+    argv = ["instore", "read", url, "--tree", tree, *point.read_args()]
+    if point.protocol == "stage-in":
+        tool = "xrdcp" if urlparse(url).scheme in ("root", "roots", "http", "https") else "cp"
+        argv += ["--stage-in", tool, "--scratch", str(scratch)]
+    return tuple(argv)
+
+
+def access_for(
+    urls: Iterable[str], env: dict[str, str], data: Path, scratch: Path, fuse: bool
+) -> Access:
+    """What the container must see: the data, scratch, and the directories of local URLs."""
+    local = {Path(u).parent for u in urls if urlparse(u).scheme in ("", "file")}
+    binds = [Bind(data.resolve()), Bind(scratch.resolve(), writable=True)]
+    binds += [
+        Bind(p, propagate=fuse) for p in sorted(local) if not p.is_relative_to(data.resolve())
+    ]
+    return Access(binds=tuple(binds), env=env, fuse=fuse)
+
+
+def run_site(opts: SweepOptions) -> SweepSummary:
+    """Measure every missing point of the site's sections; always rewrite the tables."""
+    site = load_site(opts.site)
+    summary = SweepSummary(site.name)
+    todo, summary.already, files = plan(opts, site.name)
+    store = RecordStore(opts.results, site.name)
+    if todo:
+        opts.scratch.mkdir(parents=True, exist_ok=True)
+        choice = select_runtime(opts.runtime)
+        target = target_for(choice.runtime)
+        threads = max(p.fill for p, _ in todo)
+        nodes = max(opts.cluster.nodes, site.nodes, max(p.nodes for p, _ in todo))
+        spec = dataclasses.replace(
+            opts.cluster, threads=max(opts.cluster.threads, threads), nodes=nodes
+        )
+        with open_site(site, files=files) as live, cluster_client(spec) as (client, workers):
+            _measure(opts, live, client, workers, target, todo, store, summary)
+    summary.tables = store.write_tables(opts.sections)
+    return summary
+
+
+def _measure(
+    opts: SweepOptions,
+    live: LiveSite,
+    client: Client,
+    workers: list[str],
+    target: Target,
+    todo: list[tuple[Point, str]],
+    store: RecordStore,
+    summary: SweepSummary,
+) -> None:
+    conditions = live.conditions()
+    startup = None
+    if target.runtime is not Runtime.NONE:
+        startup = measure_startup(
+            target, access_for([], live.job_env(), opts.data, opts.scratch, False), runs=3
+        ).median_s
+    default_ra = getattr(getattr(live.config, "disk", None), "readahead_kb", None)
+    bar = tqdm(
+        todo,
+        desc=live.config.name,
+        unit="point",
+        disable=not opts.progress,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
+    for point, key in bar:
+        bar.set_postfix_str(f"{point.section}: {point.label()}"[:80])
+        reason = skip_reason(point, live, len(workers))
+        if reason:
+            summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
+            continue
+        records = _run_point(opts, live, client, workers, target, startup, point, key, default_ra)
+        base = {
+            "point_key": key,
+            "jobs": point.jobs,
+            "site": live.config.name,
+            "site_kind": "emulated" if live.config.emulated else "real",
+            "site_profile": getattr(live.config, "profile", None),
+            "conditions": conditions,
+        }
+        rows = [{**r, **base, **dataclasses.asdict(point)} for r in records]
+        store.append(rows)
+        summary.measured += 1
+        summary.failed_points += any(r["status"] != "ok" for r in records)
+
+
+def _run_point(
+    opts: SweepOptions,
+    live: LiveSite,
+    client: Client,
+    workers: list[str],
+    target: Target,
+    startup: float | None,
+    point: Point,
+    key: str,
+    default_ra: int | None,
+) -> list[dict[str, Any]]:
+    if live.config.emulated:
+        live.set_block_readahead(
+            point.block_readahead_kb if point.block_readahead_kb is not None else default_ra
+        )
+    live.drop_caches()
+    urls = [live.url(point.protocol, f) for f in files_for(point, opts.study.files.replicas)]
+    access = access_for(
+        urls, live.job_env(), opts.data, opts.scratch, fuse=point.protocol == "fuse"
+    )
+    jobs = [
+        Job(
+            key,
+            j,
+            j // point.fill,
+            job_argv(point, url, opts.study.tree, opts.scratch),
+            target,
+            access,
+            startup,
+            opts.study.timeout_s,
+            opts.study.retries,
+        )
+        for j, url in enumerate(urls)
+    ]
+    measured_at = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+    start_at = time.time() + BARRIER_S
+    futures = [
+        client.submit(
+            run_job,
+            job,
+            start_at,
+            workers=[workers[job.node]],
+            allow_other_workers=False,
+            pure=False,
+        )
+        for job in jobs
+    ]
+    records = client.gather(futures)
+    return [{**r, "measured_at": measured_at} for r in records]

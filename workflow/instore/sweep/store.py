@@ -1,0 +1,102 @@
+"""Run records on disk: an append-only log, and the tidy Parquet tables derived from it.
+
+Each finished point is appended to ``records.jsonl`` in one ``write`` and fsynced, so a sweep
+killed at any moment loses at most the point in flight. The Parquet tables are rebuilt from the
+log (written to a temporary name, then renamed), so they are never half-written either.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from instore.errors import InstoreError
+
+# Nested parts of a record, kept as JSON strings in the tables.
+NESTED = ("read_size_hist", "counters", "provenance", "conditions")
+
+
+class RecordStore:
+    def __init__(self, results: Path, site: str) -> None:
+        self.dir = results / site
+        self.log = self.dir / "records.jsonl"
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every complete line of the log (a line torn by a crash is ignored)."""
+        if not self.log.exists():
+            return []
+        out = []
+        for line in self.log.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return out
+
+    def done_keys(self) -> set[str]:
+        """Points whose every job has a record, in at least one measurement."""
+        return set(_complete(self.records())["point_key"]) if self.log.exists() else set()
+
+    def append(self, records: Iterable[dict[str, Any]]) -> None:
+        """Append one point's records in a single write, then fsync."""
+        data = "".join(json.dumps(r, default=str) + "\n" for r in records).encode()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                raise OSError(errno.ENOSPC, "short write")
+            os.fsync(fd)
+        except OSError as err:
+            if err.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise InstoreError(
+                    f"the results disk is full: the last point's records could not be written to {self.log}",
+                    f"free space under {self.dir} and rerun: measured points are kept, only missing ones run",
+                ) from err
+            raise
+        finally:
+            os.close(fd)
+
+    def table(self) -> pd.DataFrame:
+        """One row per job of the latest complete measurement of every point."""
+        return _complete(self.records())
+
+    def write_tables(self, sections: Iterable[str]) -> dict[str, Path]:
+        """``<section>.parquet`` for each section (an empty table when nothing was measured)."""
+        table = self.table()
+        written = {}
+        for section in sections:
+            part = table[table["section"] == section] if len(table) else table
+            written[section] = _write_parquet(
+                part.reset_index(drop=True), self.dir / f"{section}.parquet"
+            )
+        return written
+
+
+def _complete(records: list[dict[str, Any]]) -> pd.DataFrame:
+    if not records:
+        return pd.DataFrame(columns=["point_key", "section", "measured_at", "jobs"])
+    df = pd.DataFrame.from_records(records)
+    for col in NESTED:
+        if col in df:
+            df[col] = df[col].map(
+                lambda v: v if v is None or isinstance(v, str) else json.dumps(v, sort_keys=True)
+            )
+    sizes = df.groupby(["point_key", "measured_at"])["job"].transform("size")
+    df = df[sizes == df["jobs"]]
+    latest = df.groupby("point_key")["measured_at"].transform("max")
+    return df[df["measured_at"] == latest]
+
+
+def _write_parquet(df: pd.DataFrame, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".parquet.tmp")
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+    return path
