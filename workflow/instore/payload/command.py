@@ -100,6 +100,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     job.add_argument("--scratch", type=Path, help="scratch directory for --stage-in")
     job.add_argument(
+        "--start-at",
+        type=float,
+        help="wall-clock time (Unix seconds) to start measuring, after start-up: aligns concurrent jobs",
+    )
+    job.add_argument(
         "--fixed-time",
         type=float,
         default=0.0,
@@ -129,6 +134,7 @@ def options_from_args(args: argparse.Namespace) -> ReadOptions:
         stage_in=args.stage_in,
         scratch=args.scratch,
         fixed_time_s=args.fixed_time,
+        start_at=args.start_at,
     )
 
 

@@ -37,6 +37,7 @@ class ReadOptions:
     stage_in: str | None = None
     scratch: Path | None = None
     fixed_time_s: float = 0.0  # > 0: the HEPiX method, re-read the file until this much wall time
+    start_at: float | None = None  # wall-clock time to start measuring (aligns concurrent jobs)
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -109,6 +110,16 @@ def prepare(engine: str) -> None:
         import uproot  # noqa: F401
 
 
+def wait_until(start_at: float | None) -> float | None:
+    """Sleep until ``start_at`` so jobs of one point measure together; return how late we were."""
+    if start_at is None:
+        return None
+    delay = start_at - time.time()
+    if delay > 0:
+        time.sleep(delay)
+    return max(0.0, -delay)
+
+
 def _read_passes(
     opts: ReadOptions, url: str, record: dict[str, Any], start: float
 ) -> tuple[EngineResult, int]:
@@ -138,6 +149,7 @@ def run_read(opts: ReadOptions) -> dict[str, Any]:
     if os.environ.get(CGROUP_ENV):
         join_cgroup(os.path.join(os.environ[CGROUP_ENV], "cgroup.procs"))
     prepare(opts.engine)
+    lateness = wait_until(opts.start_at)
     record: dict[str, Any] = {
         "record_version": RECORD_VERSION,
         "url": opts.url,
@@ -167,6 +179,7 @@ def run_read(opts: ReadOptions) -> dict[str, Any]:
             staged.unlink(missing_ok=True)
     record.update(_measurement(before, after, result, stage_s))
     record["error"] = error
+    record["start_lateness_s"] = lateness
     record["provenance"] = provenance()
     return record
 

@@ -22,6 +22,7 @@ from distributed import Client
 from tqdm import tqdm
 
 from instore.container import Access, Bind, measure_startup, select_runtime, target_for
+from instore.container.measure import run_payload
 from instore.container.runtime import Runtime, Target
 from instore.errors import InstoreError
 from instore.site import LiveSite, load_site, open_site
@@ -106,8 +107,12 @@ def skip_reason(point: Point, live: LiveSite, workers: int) -> str | None:
     return None
 
 
-def job_argv(point: Point, url: str, tree: str, scratch: Path) -> tuple[str, ...]:
+def job_argv(
+    point: Point, url: str, tree: str, scratch: Path, start_at: float | None = None
+) -> tuple[str, ...]:
     argv = ["instore", "read", url, "--tree", tree, *point.read_args()]
+    if start_at is not None:
+        argv += ["--start-at", f"{start_at:.3f}"]
     if point.protocol == "stage-in":
         tool = "xrdcp" if urlparse(url).scheme in ("root", "roots", "http", "https") else "cp"
         argv += ["--stage-in", tool, "--scratch", str(scratch)]
@@ -163,6 +168,7 @@ def _measure(
         startup = measure_startup(
             target, access_for([], live.job_env(), opts.data, opts.scratch, False), runs=3
         ).median_s
+    align_s = _warm_up(opts, live, target, todo[0][0])
     default_ra = getattr(getattr(live.config, "disk", None), "readahead_kb", None)
     bar = tqdm(
         todo,
@@ -178,7 +184,9 @@ def _measure(
         if reason:
             summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
             continue
-        records = _run_point(opts, live, client, workers, target, startup, point, key, default_ra)
+        records = _run_point(
+            opts, live, client, workers, target, startup, point, key, default_ra, align_s
+        )
         base = {
             "point_key": key,
             "jobs": point.jobs,
@@ -193,6 +201,24 @@ def _measure(
         summary.failed_points += any(r["status"] != "ok" for r in records)
 
 
+def _warm_up(opts: SweepOptions, live: LiveSite, target: Target, point: Point) -> float:
+    """Run one short job first: it warms the payload's start-up (bytecode, JIT caches) and tells
+    how long start-up takes, so concurrent jobs can be told when to start measuring together."""
+    url = live.url(
+        "posix" if "posix" in live.protocols else live.protocols[0], file_name(point.layout, 0)
+    )
+    access = access_for([url], live.job_env(), opts.data, opts.scratch, False)
+    argv = ["instore", "read", url, "--tree", opts.study.tree, "--entries", "0.01"]
+    record = run_payload(target, argv, access, timeout=opts.study.timeout_s)
+    if record.get("error"):
+        raise InstoreError(
+            f"the warm-up job failed: {record['error']}",
+            "check the site's endpoints with `instore site preflight` and the payload with `instore read`",
+        )
+    startup = float(record["outer_wall_s"]) - float(record.get("wall_s") or 0)
+    return 2 * startup + 1.0
+
+
 def _run_point(
     opts: SweepOptions,
     live: LiveSite,
@@ -203,6 +229,7 @@ def _run_point(
     point: Point,
     key: str,
     default_ra: int | None,
+    align_s: float,
 ) -> list[dict[str, Any]]:
     if live.config.emulated:
         live.set_block_readahead(
@@ -213,12 +240,14 @@ def _run_point(
     access = access_for(
         urls, live.job_env(), opts.data, opts.scratch, fuse=point.protocol == "fuse"
     )
+    start_at = time.time() + BARRIER_S
+    measure_at = start_at + align_s if point.jobs > 1 else None
     jobs = [
         Job(
             key,
             j,
             j // point.fill,
-            job_argv(point, url, opts.study.tree, opts.scratch),
+            job_argv(point, url, opts.study.tree, opts.scratch, measure_at),
             target,
             access,
             startup,
@@ -228,7 +257,6 @@ def _run_point(
         for j, url in enumerate(urls)
     ]
     measured_at = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
-    start_at = time.time() + BARRIER_S
     futures = [
         client.submit(
             run_job,
