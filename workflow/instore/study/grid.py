@@ -90,7 +90,9 @@ def _value(axis: str, value: Any) -> Any:
 
 def expand(study: Study, section: str) -> list[Point]:
     """Every point of a section's grid, repetitions innermost-last, in a stable order."""
-    grid = study.sections.get(section, {})
+    if section not in study.sections:
+        return []  # a section the study leaves out has no points (not one default point)
+    grid = study.sections[section]
     axes = list(grid)
     names = {f.name for f in fields(Point)}
     points = []

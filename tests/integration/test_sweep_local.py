@@ -1,0 +1,169 @@
+"""Sweeps through Dask against a real (non-emulated) site: this machine's own disk.
+
+These need no root: the site is a directory served as a POSIX endpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.conftest import SMALL_EVENTS
+
+pytestmark = pytest.mark.integration
+
+STUDY = {
+    "profile": "t",
+    "profiles": {
+        "t": {
+            "sites": ["local"],
+            "files": {"size_mb": 9, "replicas": 2, "seed": 7, "cluster_mb": 2},
+            "retries": 1,
+            "timeout_s": 120,
+            "sections": {
+                "layout": {"layout": ["unordered", "ordered"], "cache_mb": [0, "default"]},
+                "cache": {"layout": ["ordered"], "cache_mb": [0, 2], "engine": ["root", "uproot"]},
+                "jobfill": {"fill": [1, 2], "cpu_us": [100]},
+            },
+        }
+    },
+}
+POINTS = 4 + 4 + 2
+
+
+def _site(tmp: Path, files: Path) -> Path:
+    site = {
+        "name": "local",
+        "kind": "real",
+        "profile": "local-disk",
+        "description": "this machine's disk",
+        "workers": {"nodes": 1, "cores": 2},
+        "endpoints": {"posix": f"{files}/{{file}}"},
+    }
+    path = tmp / "local.yaml"
+    path.write_text(yaml.safe_dump(site))
+    return path
+
+
+@pytest.fixture
+def study_env(tmp_path: Path, small_files: dict[str, Path]) -> dict[str, Path]:
+    files = tmp_path / "files"
+    files.mkdir()
+    for name in ("unordered-r0", "ordered-r0"):
+        shutil.copy(small_files[name.split("-r")[0]], files / f"{name}.root")
+    shutil.copy(small_files["ordered-r1"], files / "ordered-r1.root")
+    study = tmp_path / "study.yaml"
+    study.write_text(yaml.safe_dump(STUDY))
+    return {"site": _site(tmp_path, files), "study": study, "data": files, "tmp": tmp_path}
+
+
+def _sweep(env: dict[str, Path], results: Path, *extra: str) -> subprocess.Popen:
+    argv = [
+        sys.executable,
+        "-m",
+        "instore.cli",
+        "sweep",
+        "--site",
+        str(env["site"]),
+        "--study",
+        str(env["study"]),
+        "--data",
+        str(env["data"]),
+        "--results",
+        str(results),
+        "--scratch",
+        str(env["tmp"] / "scratch"),
+        "--no-progress",
+        *extra,
+    ]
+    return subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+
+
+def _finish(proc: subprocess.Popen) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=600)
+    return proc.returncode, out, err
+
+
+def _keys(results: Path) -> pd.DataFrame:
+    tables = [pd.read_parquet(p) for p in sorted((results / "local").glob("*.parquet"))]
+    return pd.concat(tables)[["point_key", "job", "jobs", "measured_at", "status"]]
+
+
+def test_sweep_kill_and_resume_ends_with_the_clean_runs_points(study_env: dict[str, Path]) -> None:
+    clean = study_env["tmp"] / "clean"
+    code, out, err = _finish(_sweep(study_env, clean))
+    assert code == 0, err
+    assert f"measured {POINTS} point(s), 0 already measured" in out
+    expected = _keys(clean)
+    assert expected["point_key"].nunique() == POINTS and (expected["status"] == "ok").all()
+
+    resumed = study_env["tmp"] / "resumed"
+    rng = random.Random(20261121)
+    for _ in range(3):  # kill the whole sweep (workers and jobs too) at random moments
+        proc = _sweep(study_env, resumed)
+        time.sleep(rng.uniform(4, 25))
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    code, out, err = _finish(_sweep(study_env, resumed))
+    assert code == 0, err
+    final = _keys(resumed)
+    assert set(final["point_key"]) == set(expected["point_key"])
+    per_point = final.groupby("point_key").agg(
+        rows=("job", "size"), jobs=("jobs", "first"), runs=("measured_at", "nunique")
+    )
+    assert (per_point["rows"] == per_point["jobs"]).all(), (
+        "each point exactly once, all of its jobs"
+    )
+    assert (per_point["runs"] == 1).all()
+
+    code, out, _ = _finish(_sweep(study_env, resumed))
+    assert code == 0 and f"measured 0 point(s), {POINTS} already measured" in out
+
+
+def test_failed_jobs_are_retried_recorded_and_the_sweep_goes_on(study_env: dict[str, Path]) -> None:
+    broken = study_env["data"] / "unordered-r0.root"
+    broken.write_bytes(broken.read_bytes()[: broken.stat().st_size // 3])
+    results = study_env["tmp"] / "res"
+    code, out, _ = _finish(_sweep(study_env, results, "--sections", "layout"))
+    assert code == 1, "failed points make the exit status non-zero"
+    assert "measured 4 point(s)" in out and "2 with failed jobs" in out
+    table = pd.read_parquet(results / "local" / "layout.parquet")
+    failed = table[table["status"] == "failed"]
+    assert set(failed["layout"]) == {"unordered"} and len(failed) == 2
+    assert (failed["attempts"] == 2).all(), "one retry, as configured"
+    assert failed["error"].str.contains("truncated|could not open").all()
+    assert (table[table["layout"] == "ordered"]["events"] == SMALL_EVENTS).all()
+
+
+def test_unknown_site_fails_before_measuring(study_env: dict[str, Path]) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "instore.cli",
+            "sweep",
+            "--site",
+            "no-such-site",
+            "--study",
+            str(study_env["study"]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no-such-site" in lines[0] and "Traceback" not in proc.stderr

@@ -1,0 +1,56 @@
+"""The record store: appends survive crashes, incomplete points are not 'done', tables are tidy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+from instore.sweep.store import RecordStore
+
+
+def _rec(key: str, job: int, jobs: int, at: str, **extra: object) -> dict:
+    return {
+        "point_key": key,
+        "job": job,
+        "jobs": jobs,
+        "measured_at": at,
+        "section": "layout",
+        "provenance": {"host": "h"},
+        **extra,
+    }
+
+
+def test_complete_points_are_done_and_partial_ones_are_not(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path, "site")
+    store.append([_rec("a", 0, 2, "t1"), _rec("a", 1, 2, "t1")])
+    store.append([_rec("b", 0, 2, "t1")])  # a point whose second job never reported
+    assert store.done_keys() == {"a"}
+
+
+def test_torn_last_line_is_ignored(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path, "site")
+    store.append([_rec("a", 0, 1, "t1")])
+    with store.log.open("a") as f:
+        f.write('{"point_key": "b", "job": 0, "jo')  # killed mid-write
+    assert store.done_keys() == {"a"}
+    assert len(store.records()) == 1
+
+
+def test_latest_complete_measurement_wins(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path, "site")
+    store.append([_rec("a", 0, 1, "2026-01-01", wall_s=1.0)])
+    store.append([_rec("a", 0, 1, "2026-02-01", wall_s=2.0)])
+    table = store.table()
+    assert len(table) == 1 and table["wall_s"].item() == 2.0
+
+
+def test_tables_per_section_with_nested_fields_as_json(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path, "site")
+    store.append([_rec("a", 0, 1, "t"), {**_rec("b", 0, 1, "t"), "section": "cache"}])
+    paths = store.write_tables(["layout", "cache", "jobfill"])
+    layout = pd.read_parquet(paths["layout"])
+    assert list(layout["point_key"]) == ["a"]
+    assert json.loads(layout["provenance"].item()) == {"host": "h"}
+    assert len(pd.read_parquet(paths["jobfill"])) == 0
+    assert not list(tmp_path.glob("**/*.tmp"))
