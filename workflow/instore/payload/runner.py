@@ -102,9 +102,7 @@ def _engine(opts: ReadOptions, url: str) -> EngineResult:
 def prepare(engine: str) -> None:
     """Load the engine's libraries and JIT its C++ before the clock starts: start-up is not I/O."""
     if engine == "root":
-        from instore.rootenv import declare
-
-        declare("payload")
+        engine_root.warm_up()
     else:
         import awkward  # noqa: F401
         import uproot  # noqa: F401
