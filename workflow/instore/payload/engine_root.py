@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from typing import Any
@@ -78,6 +79,7 @@ def basket_map(tree: Any, names: list[str]) -> pd.DataFrame:
     )
 
 
+@functools.cache
 def warm_up() -> None:
     """Run the whole engine path once on a tiny in-memory tree, before any clock starts.
 
