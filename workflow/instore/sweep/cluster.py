@@ -28,6 +28,7 @@ class ClusterSpec:
     slurm_queue: str | None = None
     slurm_walltime: str = "01:00:00"
     slurm_memory: str = "4GB"
+    log_directory: str | None = None  # where SLURM writes the workers' job output
     timeout_s: float = 120.0
 
 
@@ -67,7 +68,7 @@ def _slurm(spec: ClusterSpec) -> Cluster:
         walltime=spec.slurm_walltime,
         queue=spec.slurm_queue,
         scheduler_options={"host": "127.0.0.1", "dashboard_address": None},
-        log_directory=None,
+        log_directory=spec.log_directory,
     )
     cluster.scale(jobs=spec.nodes)
     return cluster

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -52,4 +53,5 @@ def run_job(job: Job, start_at: float) -> dict[str, Any]:
         "status": "failed" if record.get("error") else "ok",
         "attempt_errors": errors,
         "start_skew_s": skew,
+        "batch_job_id": os.environ.get("SLURM_JOB_ID"),  # the worker's own SLURM job, if any
     }

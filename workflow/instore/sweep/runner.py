@@ -145,7 +145,10 @@ def run_site(opts: SweepOptions) -> SweepSummary:
         threads = max(p.fill for p, _ in todo)
         nodes = max(opts.cluster.nodes, site.nodes, max(p.nodes for p, _ in todo))
         spec = dataclasses.replace(
-            opts.cluster, threads=max(opts.cluster.threads, threads), nodes=nodes
+            opts.cluster,
+            threads=max(opts.cluster.threads, threads),
+            nodes=nodes,
+            log_directory=str(store.dir / "batch-logs"),
         )
         with open_site(site, files=files) as live, cluster_client(spec) as (client, workers):
             _measure(opts, live, client, workers, target, todo, store, summary)
