@@ -54,3 +54,12 @@ def test_tables_per_section_with_nested_fields_as_json(tmp_path: Path) -> None:
     assert json.loads(layout["provenance"].item()) == {"host": "h"}
     assert len(pd.read_parquet(paths["jobfill"])) == 0
     assert not list(tmp_path.glob("**/*.tmp"))
+
+
+def test_append_after_a_torn_line_keeps_the_new_records(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path, "site")
+    store.append([_rec("a", 0, 1, "t1")])
+    with store.log.open("a") as f:
+        f.write('{"point_key": "b", "jo')  # a write cut short by a full disk
+    store.append([_rec("c", 0, 1, "t2")])
+    assert store.done_keys() == {"a", "c"}

@@ -59,5 +59,23 @@ def declare(name: str) -> Any:
     return ROOT.instore
 
 
+@functools.cache
 def root_version() -> str:
-    return str(root().gROOT.GetVersion())
+    """ROOT's release, read from the installed headers: no need to load ROOT (uproot jobs)."""
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("ROOT")
+    if spec is None or spec.origin is None:
+        return "not installed"
+    header = os.path.join(os.path.dirname(spec.origin), "include", "ROOT", "RVersion.hxx")
+    try:
+        with open(header) as f:
+            text = f.read()
+    except OSError:
+        return "unknown"
+    parts = [re.search(rf"#define ROOT_VERSION_{p}\s+(\d+)", text) for p in ("MAJOR", "MINOR", "PATCH")]
+    if not all(parts):
+        return "unknown"
+    major, minor, patch = (int(m.group(1)) for m in parts)  # type: ignore[union-attr]
+    return f"{major}.{minor:02d}.{patch:02d}"  # as gROOT->GetVersion() prints it

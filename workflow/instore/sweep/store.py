@@ -47,8 +47,11 @@ class RecordStore:
         """Append one point's records in a single write, then fsync."""
         data = "".join(json.dumps(r, default=str) + "\n" for r in records).encode()
         self.dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.log, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # a line torn by a crash or a full disk stays on its own
             written = os.write(fd, data)
             if written != len(data):
                 raise OSError(errno.ENOSPC, "short write")
