@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,55 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from tests.conftest import SMALL_EVENTS
+from tests.integration.conftest import POINTS
 
 pytestmark = pytest.mark.integration
-
-STUDY = {
-    "profile": "t",
-    "profiles": {
-        "t": {
-            "sites": ["local"],
-            "files": {"size_mb": 9, "replicas": 2, "seed": 7, "cluster_mb": 2},
-            "retries": 1,
-            "timeout_s": 120,
-            "sections": {
-                "layout": {"layout": ["unordered", "ordered"], "cache_mb": [0, "default"]},
-                "cache": {"layout": ["ordered"], "cache_mb": [0, 2], "engine": ["root", "uproot"]},
-                "jobfill": {"fill": [1, 2], "cpu_us": [100]},
-            },
-        }
-    },
-}
-POINTS = 4 + 4 + 2
-
-
-def _site(tmp: Path, files: Path) -> Path:
-    site = {
-        "name": "local",
-        "kind": "real",
-        "profile": "local-disk",
-        "description": "this machine's disk",
-        "workers": {"nodes": 1, "cores": 2},
-        "endpoints": {"posix": f"{files}/{{file}}"},
-    }
-    path = tmp / "local.yaml"
-    path.write_text(yaml.safe_dump(site))
-    return path
-
-
-@pytest.fixture
-def study_env(tmp_path: Path, small_files: dict[str, Path]) -> dict[str, Path]:
-    files = tmp_path / "files"
-    files.mkdir()
-    for name in ("unordered-r0", "ordered-r0"):
-        shutil.copy(small_files[name.split("-r")[0]], files / f"{name}.root")
-    shutil.copy(small_files["ordered-r1"], files / "ordered-r1.root")
-    study = tmp_path / "study.yaml"
-    study.write_text(yaml.safe_dump(STUDY))
-    return {"site": _site(tmp_path, files), "study": study, "data": files, "tmp": tmp_path}
 
 
 def _sweep(env: dict[str, Path], results: Path, *extra: str) -> subprocess.Popen:

@@ -1,0 +1,81 @@
+"""A full results disk: one clear line, nothing already measured is lost, a rerun fills the gap.
+
+A real tmpfs of 1 MiB holds the results; a filler file leaves room for about two points.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.integration.conftest import POINTS
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    mnt = tmp_path / "results-disk"
+    mnt.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "instore-test-full", str(mnt)], check=True
+    )
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _sweep(env: dict[str, Path], results: Path) -> subprocess.CompletedProcess:
+    argv = [
+        sys.executable,
+        "-m",
+        "instore.cli",
+        "sweep",
+        "--site",
+        str(env["site"]),
+        "--study",
+        str(env["study"]),
+        "--data",
+        str(env["data"]),
+        "--results",
+        str(results),
+        "--scratch",
+        str(env["tmp"] / "scratch"),
+        "--no-progress",
+    ]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=600)
+
+
+def test_full_results_disk(study_env: dict[str, Path], small_disk: Path) -> None:
+    stat = os.statvfs(small_disk)
+    filler = small_disk / "filler"
+    filler.write_bytes(b"\0" * (stat.f_bavail * stat.f_frsize - 12 * 1024))
+    results = small_disk / "results"
+
+    full = _sweep(study_env, results)
+    assert full.returncode == 2
+    ours = [line for line in full.stderr.splitlines() if line.startswith("instore sweep: error:")]
+    assert len(ours) == 1 and "results disk is full" in ours[0] and "rerun" in ours[0], full.stderr
+    assert "Traceback" not in full.stderr
+    log = results / "local" / "records.jsonl"
+    kept = [line for line in log.read_text().splitlines() if line.endswith("}")]
+    assert kept, "points measured before the disk filled are kept"
+
+    filler.unlink()
+    again = _sweep(study_env, results)
+    assert again.returncode == 0, again.stderr
+    assert "already measured" in again.stdout and " 0 already measured" not in again.stdout
+    tables = pd.concat(pd.read_parquet(p) for p in (results / "local").glob("*.parquet"))
+    assert tables["point_key"].nunique() == POINTS
+    assert (
+        tables.groupby("point_key")["job"].size() == tables.groupby("point_key")["jobs"].first()
+    ).all()
