@@ -18,6 +18,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "instore.payload.command",
     "instore.container.command",
     "instore.sweep.command",
+    "instore.summary.command",
+    "instore.report.command",
 )
 
 

@@ -1,0 +1,31 @@
+# The whole instore study: `snakemake --cores all` (or `make study`) runs every stage.
+#
+#   containers -> data -> sites (calibration) -> sweep -> reports
+#
+# Options (all optional), e.g. `--config profile=quick sites=[mysite]`:
+#   study=PATH     the study file (default config/study.yaml)
+#   profile=NAME   a profile of the study file (quick, full)
+#   sites=[a,b]    measure these sites (config/sites/<name>.yaml) instead of the profile's
+#   runtime=NAME   where jobs run: auto (default), podman, apptainer, none (the host venv)
+#   calibrate=BOOL measure each site's physical limits first (default true)
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/containers.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/sites.smk"
+include: "workflow/rules/sweep.smk"
+include: "workflow/rules/reports.smk"
+
+
+rule all:
+    input:
+        "reports/index.html",
+    default_target: True
+
+
+onsuccess:
+    print(study_summary_line())
+
+
+onerror:
+    bring_sites_down()

@@ -1,0 +1,1 @@
+"""Reports: executed notebooks rendered to self-contained HTML, per site, compared, indexed."""

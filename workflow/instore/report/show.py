@@ -1,0 +1,62 @@
+"""Showing figures and tables in an executed notebook so the HTML page stands alone.
+
+Figures become inline PNG (base64) inside an anchored ``<figure>``, so a recommendation can
+link to ``page.html#anchor`` and the page needs no files next to it.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from typing import Any
+
+import pandas as pd
+
+from instore.summary.figures import anchor
+
+
+def _display(markup: str) -> None:
+    from IPython.display import HTML, display
+
+    display(HTML(markup))
+
+
+def figure_html(fig: Any, key: str, caption: str) -> str:
+    """The figure as an anchored, self-contained ``<figure>`` element."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    data = base64.b64encode(buf.getvalue()).decode()
+    text = html.escape(caption)
+    return (
+        f'<figure id="{anchor(key)}" class="instore-figure">'
+        f'<img src="data:image/png;base64,{data}" alt="{text}" style="max-width:100%">'
+        f"<figcaption>{text}</figcaption></figure>"
+    )
+
+
+def figure(fig: Any, key: str, caption: str) -> None:
+    _display(figure_html(fig, key, caption))
+
+
+def table(
+    frame: pd.DataFrame, caption: str, key: str | None = None, percent: tuple[str, ...] = ()
+) -> None:
+    """A table with its caption; ``percent`` columns are shown as percentages."""
+    shown = frame.copy()
+    for col in percent:
+        shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else f"{v:.0%}")
+    ident = f' id="{anchor(key)}"' if key else ""
+    body = shown.to_html(index=False, float_format=lambda v: f"{v:,.3g}", na_rep="", border=0)
+    _display(f'<div{ident} class="instore-table"><p><b>{html.escape(caption)}</b></p>{body}</div>')
+
+
+def note(text: str) -> None:
+    _display(f'<p class="instore-note">{html.escape(text)}</p>')
+
+
+def heading(text: str, level: int = 2) -> None:
+    _display(f"<h{level}>{html.escape(text)}</h{level}>")

@@ -1,0 +1,61 @@
+"""What a report notebook works from: one site's rows, point statistics, limits and conditions.
+
+Notebooks stay thin: they build a ``SiteView`` from their parameters and hand it to the
+figure and table functions, which read nothing but the Parquet records and the calibration.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from instore.summary.command import recommendations_path, summary_path
+from instore.summary.limits import Limits, from_calibration
+from instore.summary.load import read_calibration, read_section, sections_present
+from instore.summary.stats import cache_label, with_derived
+
+
+@dataclass
+class SiteView:
+    site: str
+    results: Path
+    limits: Limits = field(default_factory=Limits)
+
+    @classmethod
+    def load(cls, site: str, results: str | Path) -> SiteView:
+        path = Path(results)
+        return cls(site, path, from_calibration(read_calibration(path, site)))
+
+    @cached_property
+    def stats(self) -> pd.DataFrame:
+        """The summary ``instore summarize`` wrote (one row per point)."""
+        return pd.read_parquet(summary_path(self.results, self.site))
+
+    def points(self, section: str) -> pd.DataFrame:
+        """Point statistics of one section, only points with at least one successful job."""
+        part = self.stats[self.stats["section"] == section]
+        return part[part["jobs_ok"] > 0].reset_index(drop=True)
+
+    def rows(self, section: str, ok_only: bool = True) -> pd.DataFrame:
+        """One section's job rows with derived columns and axis labels."""
+        rows = with_derived(read_section(self.results, self.site, section))
+        rows["cache"] = rows["cache_mb"].map(cache_label)
+        return rows[rows["status"] == "ok"] if ok_only else rows
+
+    @property
+    def sections(self) -> list[str]:
+        return sections_present(self.results, self.site)
+
+    def recommendations(self) -> list[dict[str, Any]]:
+        return json.loads(recommendations_path(self.results, self.site).read_text())
+
+    def conditions(self) -> dict[str, Any]:
+        """The emulation and calibration the sweep recorded with the site's latest run."""
+        rows = pd.concat([read_section(self.results, self.site, s) for s in self.sections])
+        latest = rows.sort_values("start_time").iloc[-1]
+        return json.loads(latest["conditions"]) if isinstance(latest["conditions"], str) else {}

@@ -1,0 +1,29 @@
+"""Where each figure lives in a site's report, so a recommendation can link to its evidence.
+
+The report package renders each figure under one of these anchors; the summary links to them.
+"""
+
+from __future__ import annotations
+
+FIGURES: dict[str, tuple[str, str]] = {
+    # key: (section page, anchor id)
+    "access_map": ("layout", "fig-layout-access-map"),
+    "layout_wall": ("layout", "fig-layout-wall"),
+    "cache_reads": ("cache", "fig-cache-reads"),
+    "protocol_table": ("protocols", "fig-protocols-table"),
+    "protocol_efficiency": ("protocols", "fig-protocols-efficiency"),
+    "readahead": ("readahead", "fig-readahead"),
+    "jobfill_table": ("jobfill", "fig-jobfill-table"),
+    "jobfill": ("jobfill", "fig-jobfill"),
+    "compare": ("compare", "fig-compare"),
+}
+
+
+def anchor(key: str) -> str:
+    return FIGURES[key][1]
+
+
+def link(key: str) -> str:
+    """Relative link from a site's overview page to the figure on its section page."""
+    section, anchor_id = FIGURES[key]
+    return f"{section}.html#{anchor_id}"

@@ -1,0 +1,54 @@
+"""The site's calibrated physical limits, so every figure can say how close it gets to them.
+
+``instore site calibrate`` measures what the storage can deliver with no ROOT in the way
+(whole-file reads per protocol, fio sequential throughput and random-read IOPS). The summary
+expresses each result as a fraction of the matching limit; without calibration there is none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Throughput per protocol (MB/s) and random-read IOPS; empty when uncalibrated."""
+
+    mb_per_s: Mapping[str, float] = field(default_factory=dict)
+    read_iops: float | None = None
+    source: str = "uncalibrated"
+
+    def throughput(self, protocol: str) -> float | None:
+        """The protocol's own limit, else the storage's sequential (fio) limit."""
+        return self.mb_per_s.get(protocol, self.mb_per_s.get("fio"))
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def _find(data: Mapping[str, Any], *names: str) -> float | None:
+    for name in names:
+        found = _number(data.get(name))
+        if found is not None:
+            return found
+    return None
+
+
+def from_calibration(calibration: Mapping[str, Any] | None) -> Limits:
+    """Read the calibration JSON: ``protocols.<name>.mb_per_s`` and ``fio`` read figures."""
+    if not calibration:
+        return Limits()
+    rates: dict[str, float] = {}
+    for name, entry in (calibration.get("protocols") or {}).items():
+        rate = _find(entry, "mb_per_s", "throughput_mb_s") if isinstance(entry, Mapping) else None
+        if rate is not None:
+            rates[name] = rate
+    fio = calibration.get("fio") or {}
+    sequential = _find(fio, "seq_read_mb_per_s", "read_mb_per_s", "seq_mb_per_s")
+    if sequential is not None:
+        rates["fio"] = sequential
+    iops = _find(fio, "rand_read_iops", "read_iops", "iops")
+    return Limits(mb_per_s=rates, read_iops=iops, source="calibration")

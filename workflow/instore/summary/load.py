@@ -1,0 +1,87 @@
+"""Reading sweep results: ``results/<site>/<section>.parquet`` plus the site's calibration.
+
+Everything a report shows starts here, so the reports never see anything but the records the
+sweep wrote (one row per job) and the calibration the site package measured.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from instore.errors import InstoreError
+from instore.study import SECTIONS
+
+# The knobs that identify a point (repetition and job vary inside one point).
+KNOBS: tuple[str, ...] = (
+    "layout", "protocol", "engine", "cache_mb", "readahead_kb", "block_readahead_kb",
+    "uproot_gap_kb", "branches", "entry_fraction", "cpu_us", "fill", "nodes", "fixed_time_s",
+)  # fmt: skip
+JSON_COLUMNS: tuple[str, ...] = ("conditions", "read_size_hist", "counters", "provenance")
+
+
+def section_path(results: Path, site: str, section: str) -> Path:
+    return results / site / f"{section}.parquet"
+
+
+def calibration_path(results: Path, site: str) -> Path:
+    """Where ``instore site calibrate`` leaves its measurement (as ``instore.site.live``)."""
+    return results / site / "calibration.json"
+
+
+def read_calibration(results: Path, site: str) -> dict[str, Any] | None:
+    path = calibration_path(results, site)
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except ValueError as err:
+        raise InstoreError(
+            f"{path}: not valid JSON ({err})", "rerun instore site calibrate"
+        ) from err
+
+
+def sections_present(results: Path, site: str) -> list[str]:
+    """The study sections this site has records for, in study order."""
+    return [s for s in SECTIONS if section_path(results, site, s).is_file()]
+
+
+def read_section(results: Path, site: str, section: str) -> pd.DataFrame:
+    """One section's rows; a missing file is an error naming the sweep that makes it."""
+    path = section_path(results, site, section)
+    if not path.is_file():
+        raise InstoreError(
+            f"{path}: no records for site {site}, section {section}",
+            f"run instore sweep --site {site} --sections {section}",
+        )
+    return pd.read_parquet(path)
+
+
+def read_site(results: Path, site: str, sections: list[str] | None = None) -> pd.DataFrame:
+    """All rows of a site (the named sections, or every section it has)."""
+    names = sections if sections is not None else sections_present(results, site)
+    if not names:
+        raise InstoreError(
+            f"{results / site}: no section records for site {site}",
+            f"run instore sweep --site {site}",
+        )
+    return pd.concat([read_section(results, site, s) for s in names], ignore_index=True)
+
+
+def read_study(results: Path, sites: list[str]) -> pd.DataFrame:
+    """All rows of several sites, for the comparison and the explorer."""
+    return pd.concat([read_site(results, s) for s in sites], ignore_index=True)
+
+
+def decoded(frame: pd.DataFrame, column: str) -> pd.Series:
+    """A JSON-string column as Python objects (null stays None)."""
+    return frame[column].map(lambda v: json.loads(v) if isinstance(v, str) else None)
+
+
+def counter(frame: pd.DataFrame, name: str) -> pd.Series:
+    """One engine counter (e.g. ``perfstats_disk_s``) per row; NaN where the engine has none."""
+    values = decoded(frame, "counters").map(lambda c: (c or {}).get(name))
+    return pd.to_numeric(values, errors="coerce")

@@ -1,0 +1,166 @@
+"""The overview's recommendations, each computed from the point statistics and linked to the
+figure that supports it. A section without enough points gives no recommendation, not a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pandas as pd
+
+from instore.summary.figures import link
+
+EFFICIENCY_FLOOR = 0.8  # the seeds' line between a healthy and a starved analysis job
+WALL_TOLERANCE = 0.10  # a cache within this much of the best wall time is good enough
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    section: str
+    text: str
+    figure: str
+    evidence: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _ok(stats: pd.DataFrame, section: str) -> pd.DataFrame:
+    part = stats[(stats["section"] == section) & (stats["jobs_ok"] > 0)]
+    return part.dropna(subset=["wall_s_median"])
+
+
+def protocols(stats: pd.DataFrame) -> Recommendation | None:
+    """The protocol with the best median CPU efficiency (ROOT engine when it was measured)."""
+    part = _ok(stats, "protocols")
+    if (part["engine"] == "root").any():
+        part = part[part["engine"] == "root"]
+    eff = part.groupby("protocol")["cpu_efficiency_median"].median().sort_values()
+    if len(eff) < 2:
+        return None
+    best, worst = eff.index[-1], eff.index[0]
+    text = (
+        f"Use {best} for analysis reads: median CPU efficiency {eff[best]:.0%}, "
+        f"against {eff[worst]:.0%} with {worst}."
+    )
+    evidence = {"efficiency": {k: float(v) for k, v in eff.items()}}
+    return Recommendation("protocols", text, link("protocol_efficiency"), evidence)
+
+
+def _cache_choice(part: pd.DataFrame) -> pd.DataFrame:
+    """Per cache setting: its effective size and its worst wall time relative to the best."""
+    combos = ["layout", "protocol", "engine"]
+    best = part.groupby(combos, dropna=False)["wall_s_median"].transform("min")
+    part = part.assign(slowdown=part["wall_s_median"] / best)
+    per_cache = part.groupby("cache", dropna=False).agg(
+        slowdown=("slowdown", "max"),
+        size=("cache_bytes_effective_median", "median"),
+        calls=("read_calls_median", "median"),
+    )
+    return per_cache.sort_values("size")
+
+
+def cache(stats: pd.DataFrame) -> Recommendation | None:
+    """The smallest TTreeCache within WALL_TOLERANCE of the best wall time on every layout."""
+    part = _ok(stats, "cache")
+    choice = _cache_choice(part)
+    if len(choice) < 2:
+        return None
+    good = choice[choice["slowdown"] <= 1 + WALL_TOLERANCE]
+    pick = good.index[0]
+    off = choice.iloc[0]
+    size_mb = choice.loc[pick, "size"] / 1e6
+    if choice.loc[pick, "size"] == 0:
+        text = (
+            "A TTreeCache does not shorten these reads: with it off, wall time is within "
+            f"{WALL_TOLERANCE:.0%} of the best setting."
+        )
+    else:
+        text = (
+            f"Use a TTreeCache of at least {size_mb:.1f} MB ({pick}): read calls fall from "
+            f"{off['calls']:.0f} to {choice.loc[pick, 'calls']:.0f} per job and wall time is "
+            f"within {WALL_TOLERANCE:.0%} of the best setting on every layout measured."
+        )
+    evidence = {"chosen": pick, "cache_mb": size_mb, "slowdown": choice["slowdown"].to_dict()}
+    return Recommendation("cache", text, link("cache_reads"), evidence)
+
+
+def layout(stats: pd.DataFrame) -> Recommendation | None:
+    """How much slower unordered files read than ordered ones, cache off and on."""
+    part = _ok(stats, "layout")
+    wall = part.groupby(["cache", "layout"])["wall_s_median"].median().unstack("layout")
+    if not {"ordered", "unordered"} <= set(wall.columns):
+        return None
+    ratio = (wall["unordered"] / wall["ordered"]).dropna()
+    if ratio.empty:
+        return None
+    parts = [
+        f"{r:.1f}x with the cache {'at ROOT default' if c == 'default' else c}"
+        for c, r in ratio.items()
+    ]
+    verdict = (
+        "Write files ordered (clustered by entry)" if ratio.max() > 1 else "Layout matters little"
+    )
+    text = f"{verdict}: unordered files take {', '.join(parts)} the wall time of ordered ones."
+    evidence = {"unordered_over_ordered": {k: float(v) for k, v in ratio.items()}}
+    return Recommendation("layout", text, link("layout_wall"), evidence)
+
+
+def _best_readahead(part: pd.DataFrame) -> tuple[str, float, float] | None:
+    wall = part.groupby(["readahead_kb", "block_readahead_kb"], dropna=False)[
+        "wall_s_median"
+    ].median()
+    if len(wall) < 2:
+        return None
+    (ra, block), best = wall.idxmin(), wall.min()
+    label = f"{ra:g} KB" + ("" if pd.isna(block) else f" (block device {block:g} KB)")
+    return label, float(best), float(wall.max())
+
+
+def readahead(stats: pd.DataFrame) -> Recommendation | None:
+    """The readahead with the shortest wall time, for sparse and for full reads separately."""
+    part = _ok(stats, "readahead").dropna(subset=["readahead_kb"])
+    full = _best_readahead(part[part["branches"] == "all"])
+    sparse = _best_readahead(part[part["branches"] != "all"])
+    if full is None and sparse is None:
+        return None
+    phrases = [
+        f"{what} reads do best with a readahead of {best[0]} ({best[1]:.2f} s against "
+        f"{best[2]:.2f} s at the worst setting)"
+        for what, best in (("sparse", sparse), ("full", full))
+        if best is not None
+    ]
+    evidence = {"sparse": sparse, "full": full}
+    text = "; ".join(phrases)
+    return Recommendation(
+        "readahead", text[0].upper() + text[1:] + ".", link("readahead"), evidence
+    )
+
+
+def jobfill(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendation | None:
+    """The most jobs per node whose every job still keeps a median efficiency above ``floor``."""
+    part = _ok(stats, "jobfill")
+    eff = part.groupby("fill")["cpu_efficiency_median"].min().sort_index()
+    if len(eff) < 2:
+        return None
+    good = eff[eff >= floor]
+    if good.empty:
+        text = f"Even one job per node runs under {floor:.0%} CPU efficiency ({eff.iloc[0]:.0%})."
+    elif len(good) == len(eff):
+        text = f"Up to {eff.index[-1]} jobs per node (the most measured) keep CPU efficiency at or above {floor:.0%} ({eff.iloc[-1]:.0%})."
+    else:
+        k = int(good.index.max())
+        after = eff[eff.index > k]
+        text = (
+            f"Run at most {k} job{'s' if k > 1 else ''} per node: at {int(after.index[0])} jobs CPU efficiency drops "
+            f"to {after.iloc[0]:.0%}, under {floor:.0%}."
+        )
+    evidence = {"efficiency_by_fill": {int(k): float(v) for k, v in eff.items()}, "floor": floor}
+    return Recommendation("jobfill", text, link("jobfill"), evidence)
+
+
+def recommend(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> list[Recommendation]:
+    """Every recommendation the site's results support, in study order."""
+    found = (protocols(stats), cache(stats), layout(stats), readahead(stats), jobfill(stats, floor))
+    return [r for r in found if r is not None]

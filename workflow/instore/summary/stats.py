@@ -1,0 +1,87 @@
+"""Per-point statistics: medians and spread over the jobs and repetitions of each point.
+
+A point is one combination of knobs; its rows are the jobs of all its repetitions. Failed jobs
+are counted, never averaged in. Each rate is also given as a fraction of the site's
+calibrated limit, so a figure can say "this is 40% of what the storage can deliver".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from instore.summary.limits import Limits
+from instore.summary.load import KNOBS, counter
+
+METRICS: tuple[str, ...] = (
+    "cpu_efficiency", "event_rate_hz", "mb_per_s", "read_calls", "read_amplification",
+    "wall_s", "bytes_read", "bytes_wasted", "read_rate_hz", "disk_s", "cache_bytes_effective",
+)  # fmt: skip
+GROUP: tuple[str, ...] = ("site", "section", *KNOBS)
+
+
+def with_derived(rows: pd.DataFrame) -> pd.DataFrame:
+    """Add per-job quantities the records imply: bytes wasted, read rate, disk time."""
+    out = rows.copy()
+    out["bytes_wasted"] = out["bytes_read"] - out["bytes_needed"]
+    out["read_rate_hz"] = out["read_calls"] / out["wall_s"].where(out["wall_s"] > 0)
+    out["disk_s"] = counter(out, "perfstats_disk_s")
+    return out
+
+
+def cache_label(value: float | None) -> str:
+    """``cache_mb`` as shown on axes: null means ROOT's default cache."""
+    if value is None or pd.isna(value):
+        return "default"
+    return "off" if value == 0 else f"{value:g} MB"
+
+
+def _aggregate_rate(ok: pd.DataFrame) -> float:
+    """HEPiX aggregate: events of all jobs of one run over its longest job, median over runs."""
+    per_run = ok.groupby("repetition").apply(
+        lambda run: run["events"].sum() / run["wall_s"].max(), include_groups=False
+    )
+    return float(per_run.median()) if len(per_run) else np.nan
+
+
+def _one_point(jobs: pd.DataFrame) -> pd.Series:
+    ok = jobs[jobs["status"] == "ok"]
+    out: dict[str, float] = {
+        "jobs_ok": len(ok),
+        "jobs_failed": int((jobs["status"] != "ok").sum()),
+        "repetitions": ok["repetition"].nunique(),
+        "aggregate_event_rate_hz": _aggregate_rate(ok),
+    }
+    for metric in METRICS:
+        values = ok[metric].dropna()
+        out[f"{metric}_median"] = values.median() if len(values) else np.nan
+        out[f"{metric}_q25"] = values.quantile(0.25) if len(values) else np.nan
+        out[f"{metric}_q75"] = values.quantile(0.75) if len(values) else np.nan
+    return pd.Series(out)
+
+
+def _of_limit(stats: pd.DataFrame, rows: pd.DataFrame, limits: Limits) -> pd.DataFrame:
+    """Fractions of the calibrated limits (NaN where the site has no calibration)."""
+    mbps = stats["protocol"].map(lambda p: limits.throughput(p) or np.nan).astype(float)
+    stats["limit_mb_per_s"] = mbps
+    stats["mb_per_s_of_limit"] = stats["mb_per_s_median"] / mbps
+    bytes_per_event = (rows["bytes_needed"] / rows["events"].where(rows["events"] > 0)).median()
+    stats["limit_event_rate_hz"] = mbps * 1e6 / bytes_per_event
+    stats["event_rate_of_limit"] = stats["event_rate_hz_median"] / stats["limit_event_rate_hz"]
+    iops = limits.read_iops if limits.read_iops else np.nan
+    stats["limit_read_rate_hz"] = iops
+    stats["read_rate_of_limit"] = stats["read_rate_hz_median"] / iops
+    return stats
+
+
+def point_stats(rows: pd.DataFrame, limits: Limits | None = None) -> pd.DataFrame:
+    """One row per (site, section, knobs): counts, medians, quartiles and limit fractions."""
+    full = with_derived(rows)
+    keys = [k for k in GROUP if k in full.columns]
+    stats = (
+        full.groupby(keys, dropna=False, sort=True)
+        .apply(_one_point, include_groups=False)
+        .reset_index()
+    )
+    stats["cache"] = stats["cache_mb"].map(cache_label)
+    return _of_limit(stats, full[full["status"] == "ok"], limits or Limits())

@@ -1,0 +1,91 @@
+# Validate the configuration once, before any rule runs: the study file against
+# workflow/schemas/study.schema.json and every site file against site.schema.json.
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+
+from instore.errors import InstoreError
+from instore.site.config import load_site, site_path
+from instore.study import SECTIONS, load_study
+
+
+def _sites_option(value):
+    """`--config sites=[a,b]` arrives as a list; `sites=a,b` as a string."""
+    if value is None or isinstance(value, list):
+        return value
+    return [s.strip() for s in str(value).split(",") if s.strip()]
+
+
+def _flag(value, default):
+    if value is None:
+        return default
+    return str(value).lower() in ("1", "true", "yes", "on")
+
+
+STUDY_FILE = Path(config.get("study", "config/study.yaml"))
+try:
+    STUDY = load_study(
+        STUDY_FILE,
+        {"profile": config.get("profile"), "sites": _sites_option(config.get("sites"))},
+    )
+    SITE_CONFIGS = {name: load_site(name) for name in STUDY.sites}
+except InstoreError as err:
+    raise WorkflowError(f"instore: {err}")
+
+SITES = list(STUDY.sites)
+SECTIONS_RUN = [s for s in SECTIONS if s in STUDY.sections]
+CALIBRATE = _flag(config.get("calibrate"), True)
+RESULTS = "results"
+REPORTS = "reports"
+DATA = "data/files"
+LOGS = "logs"
+
+
+def site_file(wildcards):
+    """The site's YAML: an input of every rule of that site, so editing it redoes only it."""
+    return str(site_path(wildcards.site))
+
+
+def run_instore(cmd, log_path, ok=(0,)):
+    """Run an instore command into its log; a failure names the command and its last line
+    (for a notebook: the failing cell's error)."""
+    with open(log_path, "w") as out:
+        status = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT)
+    if status not in ok:
+        lines = Path(log_path).read_text().strip().splitlines() or ["(no output)"]
+        raise WorkflowError(f"{' '.join(cmd[:3])} failed (exit {status}): {lines[-1]} [log: {log_path}]")
+    return status
+
+
+def study_summary_line():
+    """The last line of a successful run: where the report is, and how many jobs failed."""
+    failed = 0
+    for site in SITES:
+        for section in SECTIONS_RUN:
+            path = Path(RESULTS) / site / f"{section}.parquet"
+            if path.is_file():
+                import pandas as pd
+
+                failed += int((pd.read_parquet(path, columns=["status"])["status"] != "ok").sum())
+    note = f" ({failed} failed jobs are listed in it)" if failed else ""
+    return f"instore: study done; the report is {Path(REPORTS, 'index.html').resolve()}{note}"
+
+
+def bring_sites_down():
+    """On error, leave no emulated site of this study running (real sites have nothing)."""
+    emulated = [name for name, cfg in SITE_CONFIGS.items() if cfg.emulated]
+    if not emulated:
+        return
+    from instore.site.emulated import teardown
+    from instore.site.names import SiteNames
+
+    for name in emulated:
+        try:
+            left = teardown(SiteNames(name))
+        except (InstoreError, OSError) as err:
+            print(f"instore: could not bring site {name} down: {err}")
+            continue
+        print(f"instore: site {name} brought down" + (f"; left: {', '.join(left)}" if left else ""))
