@@ -110,14 +110,22 @@ class Target:
 
 @dataclass(frozen=True)
 class Bind:
-    """A host path the payload sees at the same path; read-only unless it must write there.
+    """A host path the payload sees at the same path (or at ``inside``); read-only unless it
+    must write there.
 
     ``propagate`` is for FUSE mount dirs: mounts made under it later must show up inside.
+    ``inside`` is for host paths that cannot appear at the same path in a container, such as a
+    cgroup directory under the container's own read-only /sys/fs/cgroup.
     """
 
     path: Path
     writable: bool = False
     propagate: bool = False
+    inside: str | None = None
+
+    @property
+    def target(self) -> str:
+        return self.inside or str(self.path)
 
 
 @dataclass(frozen=True)
@@ -228,8 +236,7 @@ def _podman_volume(bind: Bind) -> str:
     options = ["rw" if bind.writable else "ro"]
     if bind.propagate:
         options.append("rslave")
-    path = str(bind.path)
-    return f"{path}:{path}:{','.join(options)}"
+    return f"{bind.path}:{bind.target}:{','.join(options)}"
 
 
 def _apptainer_argv(
@@ -242,8 +249,7 @@ def _apptainer_argv(
     # Apptainer shares the host network and /dev (so /dev/fuse) by default; the SIF is read-only.
     argv = ["apptainer", "exec", "--cleanenv", "--no-home", "--pwd", workdir]
     for bind in access.binds:
-        path = str(bind.path)
-        argv += ["--bind", f"{path}:{path}:{'rw' if bind.writable else 'ro'}"]
+        argv += ["--bind", f"{bind.path}:{bind.target}:{'rw' if bind.writable else 'ro'}"]
     for name, value in _container_env(access).items():
         argv += ["--env", f"{name}={value}"]
     return [*argv, target.image, *payload_argv]

@@ -25,6 +25,7 @@ from instore.container import Access, Bind, measure_startup, select_runtime, tar
 from instore.container.measure import run_payload
 from instore.container.runtime import Runtime, Target
 from instore.errors import InstoreError
+from instore.payload.runner import CGROUP_ENV
 from instore.site import LiveSite, load_site, open_site
 from instore.study import Point, Study, expand
 from instore.sweep.cluster import ClusterSpec, cluster_client
@@ -33,6 +34,7 @@ from instore.sweep.store import RecordStore
 
 log = logging.getLogger(__name__)
 BARRIER_S = 1.0  # jobs of a point are told to start this long after submission
+CONTAINER_CGROUP = "/instore/blkio"  # where a container sees the site's blkio cgroup
 FALLBACK_ALIGN_S = 10.0  # measurement start after launch when start-up could not be measured
 
 
@@ -120,15 +122,29 @@ def job_argv(
     return tuple(argv)
 
 
+def in_container(target: Target) -> bool:
+    return target.runtime is not Runtime.NONE
+
+
 def access_for(
-    urls: Iterable[str], env: dict[str, str], data: Path, scratch: Path, fuse: bool
+    urls: Iterable[str],
+    env: dict[str, str],
+    data: Path,
+    scratch: Path,
+    fuse: bool,
+    container: bool,
 ) -> Access:
-    """What the container must see: the data, scratch, and the directories of local URLs."""
+    """What the job must see: the data, scratch, the directories of local URLs and, in a
+    container, the site's blkio cgroup (the payload joins it so its reads are throttled)."""
     local = {Path(u).parent for u in urls if urlparse(u).scheme in ("", "file")}
     binds = [Bind(data.resolve()), Bind(scratch.resolve(), writable=True)]
     binds += [
         Bind(p, propagate=fuse) for p in sorted(local) if not p.is_relative_to(data.resolve())
     ]
+    env = dict(env)
+    if container and env.get(CGROUP_ENV):
+        binds.append(Bind(Path(env[CGROUP_ENV]), writable=True, inside=CONTAINER_CGROUP))
+        env[CGROUP_ENV] = CONTAINER_CGROUP
     return Access(binds=tuple(binds), env=env, fuse=fuse)
 
 
@@ -170,7 +186,7 @@ def _measure(
     startup = None
     if target.runtime is not Runtime.NONE:
         startup = measure_startup(
-            target, access_for([], live.job_env(), opts.data, opts.scratch, False), runs=3
+            target, access_for([], live.job_env(), opts.data, opts.scratch, False, True), runs=3
         ).median_s
     align_s = _warm_up(opts, live, target, todo[0][0])
     default_ra = getattr(getattr(live.config, "disk", None), "readahead_kb", None)
@@ -211,7 +227,7 @@ def _warm_up(opts: SweepOptions, live: LiveSite, target: Target, point: Point) -
     url = live.url(
         "posix" if "posix" in live.protocols else live.protocols[0], file_name(point.layout, 0)
     )
-    access = access_for([url], live.job_env(), opts.data, opts.scratch, False)
+    access = access_for([url], live.job_env(), opts.data, opts.scratch, False, in_container(target))
     argv = ["instore", "read", url, "--tree", opts.study.tree, "--entries", "0.01"]
     record = run_payload(target, argv, access, timeout=opts.study.timeout_s)
     if record.get("error"):  # the points will record their own failures; keep measuring
@@ -244,7 +260,12 @@ def _run_point(
     live.drop_caches()
     urls = [live.url(point.protocol, f) for f in files_for(point, opts.study.files.replicas)]
     access = access_for(
-        urls, live.job_env(), opts.data, opts.scratch, fuse=point.protocol == "fuse"
+        urls,
+        live.job_env(),
+        opts.data,
+        opts.scratch,
+        point.protocol == "fuse",
+        in_container(target),
     )
     start_at = time.time() + BARRIER_S
     measure_at = start_at + align_s if point.jobs > 1 else None

@@ -1,0 +1,44 @@
+"""What a job sees: data, scratch, local endpoint dirs, and the site's blkio cgroup in containers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from instore.container.runtime import Bind, _podman_volume
+from instore.sweep.runner import CONTAINER_CGROUP, access_for
+
+CG = "/sys/fs/cgroup/blkio/instore-lan-hdd"
+
+
+def test_host_jobs_join_the_cgroup_at_its_host_path(tmp_path: Path) -> None:
+    access = access_for(
+        ["/srv/disk/ordered-r0.root"],
+        {"INSTORE_BLKIO_CGROUP": CG},
+        tmp_path / "d",
+        tmp_path / "s",
+        False,
+        False,
+    )
+    assert access.env["INSTORE_BLKIO_CGROUP"] == CG
+    assert Path("/srv/disk") in {b.path for b in access.binds}
+
+
+def test_container_jobs_see_the_cgroup_at_a_path_of_their_own(tmp_path: Path) -> None:
+    access = access_for(
+        [], {"INSTORE_BLKIO_CGROUP": CG}, tmp_path / "d", tmp_path / "s", False, True
+    )
+    assert access.env["INSTORE_BLKIO_CGROUP"] == CONTAINER_CGROUP
+    bind = next(b for b in access.binds if b.path == Path(CG))
+    assert bind.writable and _podman_volume(bind) == f"{CG}:{CONTAINER_CGROUP}:rw"
+
+
+def test_binds_default_to_the_same_path_read_only() -> None:
+    assert _podman_volume(Bind(Path("/data"))) == "/data:/data:ro"
+
+
+def test_no_cgroup_no_bind(tmp_path: Path) -> None:
+    access = access_for(["root://h//f.root"], {}, tmp_path / "d", tmp_path / "s", False, True)
+    assert {b.path for b in access.binds} == {
+        (tmp_path / "d").resolve(),
+        (tmp_path / "s").resolve(),
+    }
