@@ -108,6 +108,16 @@ def prepare(engine: str) -> None:
         import uproot  # noqa: F401
 
 
+def join_site_cgroup(path: str) -> None:
+    try:
+        join_cgroup(os.path.join(path, "cgroup.procs"))
+    except OSError as err:
+        raise InstoreError(
+            f"cannot join the site's blkio cgroup {path} ({err.strerror})",
+            "run jobs as root on the emulated site's host, or bind the cgroup into the container",
+        ) from err
+
+
 def wait_until(start_at: float | None) -> float | None:
     """Sleep until ``start_at`` so jobs of one point measure together; return how late we were."""
     if start_at is None:
@@ -144,8 +154,6 @@ def _error_line(err: BaseException) -> str:
 
 def run_read(opts: ReadOptions) -> dict[str, Any]:
     """Measure one job. Never raises for a failed read: the record carries the error."""
-    if os.environ.get(CGROUP_ENV):
-        join_cgroup(os.path.join(os.environ[CGROUP_ENV], "cgroup.procs"))
     prepare(opts.engine)
     lateness = wait_until(opts.start_at)
     record: dict[str, Any] = {
@@ -161,6 +169,8 @@ def run_read(opts: ReadOptions) -> dict[str, Any]:
     stage_s = 0.0
     try:
         url = opts.url
+        if os.environ.get(CGROUP_ENV):  # the emulated site's disk limits apply to our reads too
+            join_site_cgroup(os.environ[CGROUP_ENV])
         if opts.stage_in:
             staged = stage_in(url, opts.stage_in, opts.scratch)  # type: ignore[arg-type]
             stage_s = time.perf_counter() - before.wall
