@@ -5,6 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PROFILE ?= full
 CORES ?= all
+CONFIG ?=
 STAMP := $(VENV)/.installed
 
 .PHONY: help setup system venv test test-unit study lab lint bench lock clean-results
@@ -32,8 +33,8 @@ test: setup  ## set up, then run the whole test suite (unit, integration, e2e)
 test-unit: venv  ## unit tests only (no root, no servers)
 	$(BIN)/python -m pytest -v tests/unit
 
-study: setup  ## set up, then run the whole default study (PROFILE=quick for a short one)
-	$(BIN)/snakemake --cores $(CORES) --config profile=$(PROFILE) --rerun-incomplete
+study: setup  ## set up, then run the whole default study (PROFILE=quick; CONFIG="sites=[mysite]")
+	$(BIN)/snakemake --cores $(CORES) --config profile=$(PROFILE) $(CONFIG) --rerun-incomplete
 
 lab: venv  ## JupyterLab on the results, bound to localhost
 	$(BIN)/instore lab
