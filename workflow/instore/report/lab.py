@@ -20,6 +20,8 @@ def lab_command(notebook: Path, port: int, token: str) -> list[str]:
         sys.executable, "-m", "jupyterlab", str(notebook), "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}", f"--IdentityProvider.token={token}", "--no-browser",
         f"--ServerApp.root_dir={notebook.parent.parent}",
+        # the study machines run everything as root; it stays on loopback behind a token
+        *(["--allow-root"] if os.geteuid() == 0 else []),
     ]  # fmt: skip
 
 

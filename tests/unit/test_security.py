@@ -1,0 +1,76 @@
+"""Records keep no secrets, and config values never reach a shell."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+SECRET = "s3cr3t-token-value-do-not-record"
+
+
+def test_records_carry_no_credentials_or_environment(
+    small_files: dict[str, Path], tmp_path: Path
+) -> None:
+    proxy = tmp_path / "x509up_u0"
+    proxy.write_text(f"-----BEGIN CERTIFICATE-----\n{SECRET}\n")
+    env = {
+        **os.environ,
+        "BEARER_TOKEN": SECRET,
+        "X509_USER_PROXY": str(proxy),
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+        "XRD_REQUESTTIMEOUT": "30",
+    }
+    for engine in ("root", "uproot"):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "instore.cli",
+                "read",
+                str(small_files["ordered"]),
+                "--engine",
+                engine,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert SECRET not in proc.stdout and str(proxy) not in proc.stdout
+        record = json.loads(proc.stdout)
+        assert record["provenance"]["env"] == {"XRD_REQUESTTIMEOUT": "30"}, (
+            "only named, harmless variables"
+        )
+
+
+def test_shell_metacharacters_in_a_site_file_are_not_executed(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    site = {
+        "name": "evil",
+        "kind": "real",
+        "profile": "x",
+        "description": "endpoints that would run commands if a shell ever saw them",
+        "workers": {"nodes": 1, "cores": 1},
+        "endpoints": {
+            "posix": f"/tmp/$(touch {marker})/{{file}}",
+            "xrootd": f"root://127.0.0.1:1;touch {marker}//{{file}}",
+            "http": f"http://127.0.0.1:1/`touch {marker}`/{{file}}",
+        },
+    }
+    path = tmp_path / "evil.yaml"
+    path.write_text(yaml.safe_dump(site))
+    proc = subprocess.run(
+        [sys.executable, "-m", "instore.cli", "site", "preflight", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    assert not marker.exists()
+    assert "Traceback" not in proc.stderr
