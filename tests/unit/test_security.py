@@ -72,5 +72,8 @@ def test_shell_metacharacters_in_a_site_file_are_not_executed(tmp_path: Path) ->
         timeout=120,
     )
     assert proc.returncode != 0
+    assert "invalid choice" not in proc.stderr, "the preflight really ran"
+    for protocol in ("posix", "xrootd", "http"):
+        assert protocol in proc.stdout + proc.stderr, f"preflight reports the {protocol} endpoint"
     assert not marker.exists()
     assert "Traceback" not in proc.stderr
