@@ -54,7 +54,7 @@ def build_plain_loop() -> Path:
 
 
 def make_file(size_mb: float) -> Path:
-    out = BUILD / "files"
+    out = BUILD / f"files-{size_mb:g}mb"
     path = out / "ordered-r0.root"
     if not path.exists():
         t0 = time.perf_counter()
