@@ -19,7 +19,8 @@ rule generate_files:
     params:
         spec=asdict(STUDY.files),
         layouts=",".join(LAYOUTS),
+        out=DATA,
     shell:
         "instore generate --size-mb {params.spec[size_mb]} --layouts {params.layouts}"
         " --replicas {params.spec[replicas]} --seed {params.spec[seed]}"
-        " --cluster-mb {params.spec[cluster_mb]} --out {DATA} > {log} 2>&1"
+        " --cluster-mb {params.spec[cluster_mb]} --out {params.out} > {log} 2>&1"

@@ -32,8 +32,10 @@ rule summarize_site:
         f"{RESULTS}/{{site}}/recommendations.json",
     log:
         f"{LOGS}/{{site}}/summarize.log",
+    params:
+        results=RESULTS,
     shell:
-        "instore summarize --site {wildcards.site} --results {RESULTS} > {log} 2>&1"
+        "instore summarize --site {wildcards.site} --results {params.results} > {log} 2>&1"
 
 
 rule execute_notebook:
@@ -75,10 +77,12 @@ rule render_page:
         f"{REPORTS}/{{site}}/{{name}}.ipynb",
     output:
         f"{REPORTS}/{{site}}/{{name}}.html",
+    log:
+        f"{LOGS}/{{site}}/render-{{name}}.log",
     wildcard_constraints:
         name="|".join(SECTIONS),
     shell:
-        "instore report render {input} --out {output}"
+        "instore report render {input} --out {output} > {log} 2>&1"
 
 
 use rule render_page as render_site_index with:
@@ -86,6 +90,8 @@ use rule render_page as render_site_index with:
         f"{REPORTS}/{{site}}/overview.ipynb",
     output:
         f"{REPORTS}/{{site}}/index.html",
+    log:
+        f"{LOGS}/{{site}}/render-index.log",
     wildcard_constraints:
         site="[^/]+",
 
@@ -114,6 +120,8 @@ use rule render_page as render_compare with:
         f"{REPORTS}/compare.ipynb",
     output:
         f"{REPORTS}/compare.html",
+    log:
+        f"{LOGS}/render-compare.log",
 
 
 rule index_page:
@@ -123,7 +131,12 @@ rule index_page:
         sections=expand(f"{RESULTS}/{{site}}/{{section}}.parquet", site=SITES, section=SECTIONS_RUN),
     output:
         f"{REPORTS}/index.html",
+    log:
+        f"{LOGS}/index.log",
     params:
         sites=",".join(SITES),
+        results=RESULTS,
+        reports=REPORTS,
     shell:
-        "instore report index --sites {params.sites} --results {RESULTS} --reports {REPORTS}"
+        "instore report index --sites {params.sites} --results {params.results}"
+        " --reports {params.reports} > {log} 2>&1"

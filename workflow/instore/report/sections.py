@@ -38,6 +38,16 @@ def _cache_order(rows: pd.DataFrame) -> list[str]:
     return list(size.index)
 
 
+def points_table(
+    view: SiteView, section: str, columns: dict[str, str], percent: tuple[str, ...] = ()
+) -> None:
+    """The section's per-point medians under readable column names."""
+    if not _has(view, section):
+        return
+    pts = view.points(section)
+    show.table(pts[list(columns)].rename(columns=columns), "Per point medians", percent=percent)
+
+
 def header(view: SiteView, section: str) -> None:
     show.heading(f"{view.site}: {TITLES.get(section, section)}", 1)
     cond = view.conditions()
@@ -92,13 +102,10 @@ def layout_wall(view: SiteView) -> None:
 
 
 def layout_table(view: SiteView) -> None:
-    if not _has(view, "layout"):
-        return
-    pts = view.points("layout")
     cols = {"layout": "layout", "cache": "cache", "protocol": "protocol", "wall_s_median": "wall (s)",
             "read_calls_median": "read calls", "cpu_efficiency_median": "CPU eff.",
             "jobs_ok": "jobs", "jobs_failed": "failed"}  # fmt: skip
-    show.table(pts[list(cols)].rename(columns=cols), "Per point medians", percent=("CPU eff.",))
+    points_table(view, "layout", cols, ("CPU eff.",))
 
 
 def sns_bar(ax: object, rows: pd.DataFrame, x: str, y: str, hue: str | None) -> None:
@@ -118,6 +125,7 @@ def cache_reads(view: SiteView) -> None:
         return
     rows = view.rows("cache")
     order = _cache_order(rows)
+    dodge = 0.2 if rows["layout"].nunique() > 1 else False  # seaborn divides by levels - 1
     fig, axes = panels(3)
     specs = (
         ("read_calls", "read calls per job"),
@@ -126,7 +134,7 @@ def cache_reads(view: SiteView) -> None:
     )
     for ax, (metric, label) in zip(axes, specs, strict=True):
         sns.pointplot(data=rows, x="cache", y=metric, hue="layout", order=order, estimator="median",
-                      errorbar=iqr(), ax=ax, dodge=0.2)  # fmt: skip
+                      errorbar=iqr(), ax=ax, dodge=dodge)  # fmt: skip
         ax.set(xlabel="TTreeCache", ylabel=label)
     axes[0].set_yscale("log")
     limit_line(axes[2], view.limits.read_iops, "calibrated IOPS")
@@ -136,15 +144,11 @@ def cache_reads(view: SiteView) -> None:
 
 
 def cache_table(view: SiteView) -> None:
-    if not _has(view, "cache"):
-        return
-    pts = view.points("cache")
     cols = {"layout": "layout", "protocol": "protocol", "cache": "cache",
             "cache_bytes_effective_median": "cache bytes", "read_calls_median": "read calls",
             "bytes_read_median": "bytes read", "wall_s_median": "wall (s)",
             "read_rate_of_limit": "read rate / limit", "cpu_efficiency_median": "CPU eff."}  # fmt: skip
-    show.table(pts[list(cols)].rename(columns=cols), "Per point medians",
-               percent=("CPU eff.", "read rate / limit"))  # fmt: skip
+    points_table(view, "cache", cols, ("CPU eff.", "read rate / limit"))
 
 
 # --- protocols ----------------------------------------------------------------------------
@@ -214,13 +218,10 @@ def readahead(view: SiteView) -> None:
 
 
 def readahead_table(view: SiteView) -> None:
-    if not _has(view, "readahead"):
-        return
-    pts = view.points("readahead")
     cols = {"branches": "branches", "readahead_kb": "readahead KB", "block_readahead_kb": "block KB",
             "mb_per_s_median": "MB/s", "mb_per_s_of_limit": "MB/s / limit", "wall_s_median": "wall (s)",
             "bytes_wasted_median": "bytes wasted", "read_amplification_median": "amplification"}  # fmt: skip
-    show.table(pts[list(cols)].rename(columns=cols), "Per point medians", percent=("MB/s / limit",))
+    points_table(view, "readahead", cols, ("MB/s / limit",))
 
 
 # --- jobfill ------------------------------------------------------------------------------

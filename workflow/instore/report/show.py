@@ -42,6 +42,11 @@ def figure(fig: Any, key: str, caption: str) -> None:
     _display(figure_html(fig, key, caption))
 
 
+def number(value: float) -> str:
+    """Three significant figures, but whole numbers in full: 1,052 read calls, not 1.05e+03."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
 def table(
     frame: pd.DataFrame, caption: str, key: str | None = None, percent: tuple[str, ...] = ()
 ) -> None:
@@ -50,7 +55,7 @@ def table(
     for col in percent:
         shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else f"{v:.0%}")
     ident = f' id="{anchor(key)}"' if key else ""
-    body = shown.to_html(index=False, float_format=lambda v: f"{v:,.3g}", na_rep="", border=0)
+    body = shown.to_html(index=False, float_format=number, na_rep="", border=0)
     _display(f'<div{ident} class="instore-table"><p><b>{html.escape(caption)}</b></p>{body}</div>')
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from instore.errors import InstoreError
 from instore.summary.command import recommendations_path, summary_path
 from instore.summary.limits import Limits, from_calibration
 from instore.summary.load import read_calibration, read_section, sections_present
@@ -28,7 +29,13 @@ class SiteView:
 
     @classmethod
     def load(cls, site: str, results: str | Path) -> SiteView:
+        """A view on a summarised site; an unknown or unsummarised site fails here, first."""
         path = Path(results)
+        if not summary_path(path, site).is_file():
+            raise InstoreError(
+                f"{summary_path(path, site)}: no summary for site {site}",
+                f"run instore summarize --site {site} --results {path}",
+            )
         return cls(site, path, from_calibration(read_calibration(path, site)))
 
     @cached_property

@@ -1,0 +1,139 @@
+"""instore report: notebooks executed and rendered from the fixture's real records."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+from instore.cli import main
+from instore.errors import InstoreError
+from instore.report.command import NOTEBOOKS, parameter
+from instore.report.compare import setups_table
+from instore.report.execute import error_outputs, execute, render
+from instore.report.lab import lab_command
+from instore.report.pages import write_index
+from instore.summary.command import summarize, write
+
+from tests.unit.data.records import SITES, rows, write_results
+
+NAMES = ("layout", "cache", "protocols", "readahead", "jobfill", "overview", "compare", "explore")
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = write_results(tmp_path_factory.mktemp("report") / "results")
+    for site in SITES:
+        write(out, site, *summarize(out, site))
+    return out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebooks_are_stored_clean_with_parameters(name: str) -> None:
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert "parameters" in code[0].metadata.get("tags", [])
+    assert all(not c.outputs and c.execution_count is None for c in code)
+    assert all(len(c.source.splitlines()) <= 4 for c in code)  # thin: the package does the work
+
+
+def test_cache_page_has_its_figure_and_table_and_no_code(results: Path, tmp_path: Path) -> None:
+    executed = execute(NOTEBOOKS / "cache.ipynb", tmp_path / "cache.ipynb",
+                       {"site": "fixture-cold", "results": str(results)})  # fmt: skip
+    assert error_outputs(executed) == []
+    page = render(executed, tmp_path / "cache.html").read_text()
+    assert 'id="fig-cache-reads"' in page
+    assert re.search(r'<img[^>]+src="data:image/png;base64,[A-Za-z0-9+/]{1000}', page)
+    assert "SiteView.load" not in page  # inputs hidden
+    assert not re.search(r'<script[^>]+src="https?://', page)
+    calls = rows().query("site == 'fixture-cold' and section == 'cache' and layout == 'unordered'")
+    assert f">{int(calls['read_calls'].max()):,}<" in page
+
+
+def test_failing_notebook_fails_with_the_cells_error(results: Path, tmp_path: Path) -> None:
+    with pytest.raises(
+        InstoreError,
+        match=r"cache.ipynb failed in cell \d+: InstoreError: .*no summary for site nosuch",
+    ):
+        execute(
+            NOTEBOOKS / "cache.ipynb",
+            tmp_path / "bad.ipynb",
+            {"site": "nosuch", "results": str(results)},
+        )
+    assert main(["report", "execute", str(NOTEBOOKS / "cache.ipynb"), "--out", str(tmp_path / "b.ipynb"),
+                 "-p", "site=nosuch", "-p", f"results={results}"]) == 2  # fmt: skip
+
+
+def test_index_links_sites_with_conditions_and_provenance(results: Path, tmp_path: Path) -> None:
+    (tmp_path / "compare.html").write_text("<html></html>")
+    page = write_index(results, tmp_path, list(SITES)).read_text()
+    records = rows()
+    for site in SITES:
+        assert f'href="{site}/index.html"' in page
+        assert f'href="{site}/cache.html"' in page
+    prov = json.loads(records["provenance"].iloc[0])
+    assert prov["host"] in page and prov["kernel"] in page
+    assert f"uproot {prov['versions']['uproot']}" in page
+    failed = int((records.query("site == 'fixture-cold'")["status"] != "ok").sum())
+    assert f"{failed} failed" in page
+    assert 'href="compare.html"' in page
+
+
+def test_setups_table_is_the_same_work_on_each_site() -> None:
+    records = rows()
+    table = setups_table(records)
+    work = records.query("section == 'protocols' and engine == 'root' and status == 'ok'")
+    assert len(table) == len(work.groupby(["site", "protocol"]))
+    one = table[(table["site"] == "fixture-warm") & (table["protocol"] == "xrootd")].iloc[0]
+    expected = work.query("site == 'fixture-warm' and protocol == 'xrootd'")[
+        "cpu_efficiency"
+    ].median()
+    assert one["CPU eff."] == pytest.approx(expected)
+    assert list(table["CPU eff."]) == sorted(table["CPU eff."], reverse=True)
+
+
+def test_parameters_parse_json_or_text() -> None:
+    assert parameter('sites=["a", "b"]') == ("sites", ["a", "b"])
+    assert parameter("site=lan-hdd") == ("site", "lan-hdd")
+    with pytest.raises(Exception, match="key=value"):
+        parameter("novalue")
+
+
+def test_lab_listens_on_localhost_with_a_token() -> None:
+    cmd = lab_command(NOTEBOOKS / "explore.ipynb", 8899, "secret")
+    assert "--ServerApp.ip=127.0.0.1" in cmd and "--IdentityProvider.token=secret" in cmd
+    assert str(NOTEBOOKS / "explore.ipynb") in cmd
+
+
+def test_explorer_runs_on_all_results(results: Path, tmp_path: Path) -> None:
+    executed = execute(
+        NOTEBOOKS / "explore.ipynb", tmp_path / "explore.ipynb", {"results": str(results)}
+    )
+    nb = nbformat.read(executed, as_version=4)
+    shown = "".join(str(o) for c in nb.cells for o in c.get("outputs", []))
+    assert all(site in shown for site in SITES)
+    assert pd.notna(nb.cells[-1].outputs)
+
+
+def test_sections_draw_with_one_level_of_each_knob(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tiny site (one layout, one protocol, one engine) still gets every figure."""
+    from instore.report import sections, show
+
+    records = rows().query("site == 'fixture-cold' and layout == 'ordered' and engine == 'root'")
+    records = records[records["protocol"].isin(["posix", "xrootd"])]
+    results = write_results(tmp_path, records)
+    write(results, "fixture-cold", *summarize(results, "fixture-cold"))
+    shown: list[str] = []
+    monkeypatch.setattr(show, "_display", shown.append)
+    view = sections.SiteView.load("fixture-cold", results)
+    for draw in (sections.layout_wall, sections.cache_reads, sections.protocol_efficiency,
+                 sections.readahead, sections.jobfill):  # fmt: skip
+        draw(view)
+    figures = [m for m in shown if m.startswith("<figure")]
+    assert len(figures) == 5
+    assert all("base64," in f for f in figures)

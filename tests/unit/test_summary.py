@@ -1,0 +1,162 @@
+"""instore summarize: statistics and recommendations checked against the records themselves."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from instore.cli import main
+from instore.errors import InstoreError
+from instore.summary import point_stats, recommend
+from instore.summary.command import recommendations_path, summarize, summary_path
+from instore.summary.figures import FIGURES
+from instore.summary.limits import Limits, from_calibration
+from instore.summary.load import read_site
+from instore.summary.recommend import cache, jobfill, protocols
+
+from tests.unit.data.records import rows, write_calibration, write_results
+
+COLD = "fixture-cold"
+
+
+@pytest.fixture(scope="module")
+def records() -> pd.DataFrame:
+    return rows()
+
+
+@pytest.fixture(scope="module")
+def stats(records: pd.DataFrame) -> pd.DataFrame:
+    return point_stats(records[records["site"] == COLD])
+
+
+def _point(frame: pd.DataFrame, **knobs: object) -> pd.DataFrame:
+    mask = pd.Series(True, index=frame.index)
+    for key, value in knobs.items():
+        mask &= frame[key].isna() if value is None else frame[key] == value
+    return frame[mask]
+
+
+def test_medians_are_the_records_medians(records: pd.DataFrame, stats: pd.DataFrame) -> None:
+    knobs = {"site": COLD, "section": "layout", "layout": "unordered", "cache_mb": 0.0}
+    jobs = _point(records, **knobs)
+    point = _point(stats, **knobs)
+    assert len(point) == 1 and len(jobs) >= 2
+    assert point["wall_s_median"].iloc[0] == pytest.approx(jobs["wall_s"].median())
+    assert point["read_calls_median"].iloc[0] == pytest.approx(jobs["read_calls"].median())
+    assert (
+        point["wall_s_q25"].iloc[0] <= point["wall_s_median"].iloc[0] <= point["wall_s_q75"].iloc[0]
+    )
+    assert point["cache"].iloc[0] == "off"
+
+
+def test_failed_jobs_are_counted_not_averaged(records: pd.DataFrame, stats: pd.DataFrame) -> None:
+    failed = records[(records["site"] == COLD) & (records["status"] != "ok")]
+    assert len(failed) >= 1
+    assert stats["jobs_failed"].sum() == len(failed)
+    only_failed = _point(stats, section="protocols", layout="missing")
+    assert only_failed["jobs_ok"].iloc[0] == 0
+    assert only_failed["wall_s_median"].isna().all()
+
+
+def test_default_cache_is_its_own_point(stats: pd.DataFrame) -> None:
+    labels = set(_point(stats, section="cache", layout="ordered")["cache"])
+    assert labels == {"off", "2 MB", "default"}
+
+
+def test_aggregate_event_rate_is_events_over_longest_job(
+    records: pd.DataFrame, stats: pd.DataFrame
+) -> None:
+    jobs = _point(records, site=COLD, section="jobfill", fill=4)
+    assert len(jobs) == 4
+    expected = jobs["events"].sum() / jobs["wall_s"].max()
+    got = _point(stats, section="jobfill", fill=4)["aggregate_event_rate_hz"].iloc[0]
+    assert got == pytest.approx(expected)
+
+
+def test_fractions_of_calibrated_limits(records: pd.DataFrame) -> None:
+    limits = Limits(mb_per_s={"posix": 50.0, "xrootd": 25.0}, read_iops=200.0, source="calibration")
+    stats = point_stats(records[records["site"] == COLD], limits)
+    xrd = _point(stats, section="cache", protocol="xrootd").iloc[0]
+    assert xrd["mb_per_s_of_limit"] == pytest.approx(xrd["mb_per_s_median"] / 25.0)
+    assert xrd["read_rate_of_limit"] == pytest.approx(xrd["read_rate_hz_median"] / 200.0)
+    assert point_stats(records[records["site"] == COLD])["mb_per_s_of_limit"].isna().all()
+
+
+def test_calibration_file_is_read() -> None:
+    limits = from_calibration(
+        {
+            "protocols": {"posix": {"mb_per_s": 120.0}, "http": {"mb_per_s": 0}},
+            "fio": {"seq_read_mb_per_s": 130.0, "rand_read_iops": 150},
+        }
+    )
+    assert limits.throughput("posix") == 120.0
+    assert limits.throughput("http") == 130.0  # no usable figure: the storage's own limit
+    assert limits.read_iops == 150.0
+    assert from_calibration(None).throughput("posix") is None
+
+
+def test_jobfill_advice_follows_the_floor(stats: pd.DataFrame) -> None:
+    eff = _point(stats, section="jobfill").groupby("fill")["cpu_efficiency_median"].min()
+    floor = (eff.max() + eff.min()) / 2  # some fills above, some below
+    advice = jobfill(stats, floor)
+    keep = int(eff[eff >= floor].index.max())
+    assert f"at most {keep} job" in advice.text
+    everyone = jobfill(stats, eff.min() - 0.01)
+    assert f"Up to {int(eff.index.max())} jobs" in everyone.text
+    assert advice.figure == "jobfill.html#fig-jobfill"
+
+
+def test_protocol_advice_names_the_most_efficient(stats: pd.DataFrame) -> None:
+    part = _point(stats, section="protocols", engine="root").dropna(subset=["wall_s_median"])
+    best = part.groupby("protocol")["cpu_efficiency_median"].median().idxmax()
+    assert protocols(stats).text.startswith(f"Use {best} ")
+
+
+def test_cache_advice_is_the_smallest_good_enough(stats: pd.DataFrame) -> None:
+    advice = cache(stats)
+    slowdown = advice.evidence["slowdown"]
+    assert slowdown[advice.evidence["chosen"]] <= 1.10
+    assert advice.figure.startswith("cache.html#")
+
+
+def test_single_protocol_gives_no_protocol_advice(stats: pd.DataFrame) -> None:
+    only_posix = stats[(stats["section"] != "protocols") | (stats["protocol"] == "posix")]
+    assert protocols(only_posix) is None
+
+
+def test_every_recommendation_links_a_known_figure(stats: pd.DataFrame) -> None:
+    anchors = {f"{page}.html#{anchor}" for page, anchor in FIGURES.values()}
+    advice = recommend(stats)
+    assert {r.section for r in advice} == {"protocols", "cache", "layout", "readahead", "jobfill"}
+    assert all(r.figure in anchors for r in advice)
+
+
+def test_summarize_command_writes_both_outputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = write_results(tmp_path / "results")
+    write_calibration(results, COLD, {"fio": {"seq_read_mb_per_s": 100.0, "rand_read_iops": 150}})
+    assert main(["summarize", "--site", COLD, "--results", str(results)]) == 0
+    table = pd.read_parquet(summary_path(results, COLD))
+    assert set(table["limits_source"]) == {"calibration"}
+    assert table["limit_mb_per_s"].dropna().eq(100.0).all()
+    advice = json.loads(recommendations_path(results, COLD).read_text())
+    assert [a["section"] for a in advice] == [
+        "protocols",
+        "cache",
+        "layout",
+        "readahead",
+        "jobfill",
+    ]
+    assert "[jobfill]" in capsys.readouterr().out
+
+
+def test_missing_results_name_the_sweep_to_run(tmp_path: Path) -> None:
+    with pytest.raises(InstoreError, match="run instore sweep --site nowhere"):
+        summarize(tmp_path, "nowhere")
+    write_results(tmp_path)
+    assert len(read_site(tmp_path, COLD, ["cache"])) == len(
+        rows().query("site == @COLD and section == 'cache'")
+    )
