@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import write_real_site
 from tests.integration.slurm import SOCKET_PATH_MAX, SlurmCluster, missing_programs, running
 
 
@@ -59,18 +61,13 @@ STUDY = {
 POINTS = 4 + 4 + 2
 
 
-def _site(tmp: Path, files: Path) -> Path:
-    site = {
-        "name": "local",
-        "kind": "real",
-        "profile": "local-disk",
-        "description": "this machine's disk",
-        "workers": {"nodes": 1, "cores": 2},
-        "endpoints": {"posix": f"{files}/{{file}}"},
-    }
-    path = tmp / "local.yaml"
-    path.write_text(yaml.safe_dump(site))
-    return path
+def sweep_argv(env: dict[str, Path], results: Path, *extra: str) -> list[str]:
+    """`instore sweep` on the local site of ``study_env`` into ``results``."""
+    return [
+        sys.executable, "-m", "instore.cli", "sweep", "--site", str(env["site"]),
+        "--study", str(env["study"]), "--data", str(env["data"]), "--results", str(results),
+        "--scratch", str(env["tmp"] / "scratch"), "--no-progress", *extra,
+    ]  # fmt: skip
 
 
 @pytest.fixture
@@ -82,4 +79,9 @@ def study_env(tmp_path: Path, small_files: dict[str, Path]) -> dict[str, Path]:
     shutil.copy(small_files["ordered-r1"], files / "ordered-r1.root")
     study = tmp_path / "study.yaml"
     study.write_text(yaml.safe_dump(STUDY))
-    return {"site": _site(tmp_path, files), "study": study, "data": files, "tmp": tmp_path}
+    return {
+        "site": write_real_site(tmp_path / "local.yaml", {"posix": f"{files}/{{file}}"}),
+        "study": study,
+        "data": files,
+        "tmp": tmp_path,
+    }

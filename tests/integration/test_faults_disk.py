@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.integration.conftest import POINTS
+from tests.integration.conftest import POINTS, sweep_argv
 
 pytestmark = pytest.mark.integration
 
@@ -35,23 +34,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 def _sweep(env: dict[str, Path], results: Path) -> subprocess.CompletedProcess:
-    argv = [
-        sys.executable,
-        "-m",
-        "instore.cli",
-        "sweep",
-        "--site",
-        str(env["site"]),
-        "--study",
-        str(env["study"]),
-        "--data",
-        str(env["data"]),
-        "--results",
-        str(results),
-        "--scratch",
-        str(env["tmp"] / "scratch"),
-        "--no-progress",
-    ]
+    argv = sweep_argv(env, results)
     return subprocess.run(argv, capture_output=True, text=True, timeout=600)
 
 

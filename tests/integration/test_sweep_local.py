@@ -17,30 +17,13 @@ import pandas as pd
 import pytest
 
 from tests.conftest import SMALL_EVENTS
-from tests.integration.conftest import POINTS
+from tests.integration.conftest import POINTS, sweep_argv
 
 pytestmark = pytest.mark.integration
 
 
 def _sweep(env: dict[str, Path], results: Path, *extra: str) -> subprocess.Popen:
-    argv = [
-        sys.executable,
-        "-m",
-        "instore.cli",
-        "sweep",
-        "--site",
-        str(env["site"]),
-        "--study",
-        str(env["study"]),
-        "--data",
-        str(env["data"]),
-        "--results",
-        str(results),
-        "--scratch",
-        str(env["tmp"] / "scratch"),
-        "--no-progress",
-        *extra,
-    ]
+    argv = sweep_argv(env, results, *extra)
     return subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )

@@ -18,6 +18,7 @@ import pytest
 import uproot
 import yaml
 
+from tests.conftest import write_real_site
 from tests.integration.slurm import SlurmCluster
 
 pytestmark = pytest.mark.integration
@@ -42,13 +43,6 @@ STUDY = {
             },
         }
     },
-}
-SITE = {
-    "name": "local",
-    "kind": "real",
-    "profile": "local-disk",
-    "description": "this machine's own disk",
-    "workers": {"nodes": 2, "cores": 2},
 }
 
 
@@ -100,7 +94,7 @@ def test_jobfill_point_on_slurm_workers(slurm_cluster: SlurmCluster, tmp_path: P
     )
     assert gen.returncode == 0, gen.stderr
     site = tmp_path / "local.yaml"
-    site.write_text(yaml.safe_dump({**SITE, "endpoints": {"posix": f"{data}/{{file}}"}}))
+    write_real_site(site, {"posix": f"{data}/{{file}}"}, nodes=2)
     study = tmp_path / "study.yaml"
     study.write_text(yaml.safe_dump(STUDY))
     results = tmp_path / "results"

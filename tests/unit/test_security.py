@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
+from tests.conftest import write_real_site
 
 SECRET = "s3cr3t-token-value-do-not-record"
 
@@ -51,20 +51,12 @@ def test_records_carry_no_credentials_or_environment(
 
 def test_shell_metacharacters_in_a_site_file_are_not_executed(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
-    site = {
-        "name": "evil",
-        "kind": "real",
-        "profile": "x",
-        "description": "endpoints that would run commands if a shell ever saw them",
-        "workers": {"nodes": 1, "cores": 1},
-        "endpoints": {
-            "posix": f"/tmp/$(touch {marker})/{{file}}",
-            "xrootd": f"root://127.0.0.1:1;touch {marker}//{{file}}",
-            "http": f"http://127.0.0.1:1/`touch {marker}`/{{file}}",
-        },
+    endpoints = {
+        "posix": f"/tmp/$(touch {marker})/{{file}}",
+        "xrootd": f"root://127.0.0.1:1;touch {marker}//{{file}}",
+        "http": f"http://127.0.0.1:1/`touch {marker}`/{{file}}",
     }
-    path = tmp_path / "evil.yaml"
-    path.write_text(yaml.safe_dump(site))
+    path = write_real_site(tmp_path / "evil.yaml", endpoints, name="evil")
     proc = subprocess.run(
         [sys.executable, "-m", "instore.cli", "site", "preflight", str(path)],
         capture_output=True,

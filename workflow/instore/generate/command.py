@@ -7,17 +7,8 @@ import logging
 import time
 from pathlib import Path
 
+from instore.cliutil import comma_choices
 from instore.generate.layouts import LAYOUTS, generate_files
-
-
-def _layouts(text: str) -> list[str]:
-    names = [x.strip() for x in text.split(",") if x.strip()]
-    unknown = [x for x in names if x not in LAYOUTS]
-    if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown layout(s) {', '.join(unknown)}; choose from {', '.join(LAYOUTS)}"
-        )
-    return names
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     size.add_argument("--events", type=int, help="number of events per file")
     p.add_argument(
         "--layouts",
-        type=_layouts,
+        type=comma_choices(LAYOUTS, "layout"),
         default=list(LAYOUTS),
         help=f"comma-separated (default: {','.join(LAYOUTS)})",
     )

@@ -6,21 +6,12 @@ import argparse
 import logging
 from pathlib import Path
 
+from instore.cliutil import comma_choices
 from instore.errors import InstoreError
 from instore.study import SECTIONS, load_study
 from instore.study.config import DEFAULT_STUDY
 from instore.sweep.cluster import ClusterSpec
 from instore.sweep.runner import SweepOptions, run_site
-
-
-def _sections(text: str) -> list[str]:
-    names = list(SECTIONS) if text == "all" else [s.strip() for s in text.split(",") if s.strip()]
-    unknown = [s for s in names if s not in SECTIONS]
-    if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)} or all"
-        )
-    return names
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--sections",
-        type=_sections,
+        type=comma_choices(SECTIONS, "section", all_word="all"),
         default=list(SECTIONS),
         help="comma-separated sections, or all (default: all)",
     )
