@@ -10,6 +10,7 @@ from snakemake.exceptions import WorkflowError
 from instore.errors import InstoreError
 from instore.site.config import load_site, site_path
 from instore.study import SECTIONS, load_study
+from instore.study.config import DEFAULT_STUDY
 
 
 def _sites_option(value):
@@ -25,7 +26,7 @@ def _flag(value, default):
     return str(value).lower() in ("1", "true", "yes", "on")
 
 
-STUDY_FILE = Path(config.get("study", "config/study.yaml"))
+STUDY_FILE = Path(config.get("study", DEFAULT_STUDY))
 try:
     STUDY = load_study(
         STUDY_FILE,
@@ -85,7 +86,7 @@ def bring_sites_down():
     for name in emulated:
         try:
             left = teardown(SiteNames(name))
-        except (InstoreError, OSError) as err:
+        except Exception as err:  # report and go on: the other sites still need bringing down
             print(f"instore: could not bring site {name} down: {err}")
             continue
         print(f"instore: site {name} brought down" + (f"; left: {', '.join(left)}" if left else ""))

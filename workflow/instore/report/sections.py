@@ -82,6 +82,12 @@ def access_map(
     )
 
 
+def _fastest_read_s(view: SiteView, rows: pd.DataFrame) -> float | None:
+    """The wall time the needed bytes take at the site's calibrated throughput."""
+    rate = view.limits.throughput(str(rows["protocol"].mode().iloc[0]))
+    return float(rows["bytes_needed"].median()) / (rate * 1e6) if rate else None
+
+
 def layout_wall(view: SiteView) -> None:
     """Wall time and ROOT's disk time per layout, TTreeCache off and on."""
     if not _has(view, "layout"):
@@ -94,6 +100,7 @@ def layout_wall(view: SiteView) -> None:
     ):
         sns_bar(ax, rows, "layout", metric, "cache")
         ax.set(ylabel=label)
+    limit_line(axes[0], _fastest_read_s(view, rows), "whole file at calibrated MB/s")
     show.figure(
         fig,
         "layout_wall",

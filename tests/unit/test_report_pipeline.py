@@ -1,0 +1,71 @@
+"""The Snakemake DAG, checked by dry runs in a scratch working directory (nothing runs)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SECTIONS = 5  # the quick profile runs every section
+
+
+def dry_run(workdir: Path, *config: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+           "--directory", str(workdir), "--cores", "2", "--dry-run", "--config", *config]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The 'Job stats' table of a dry run: rule -> number of jobs."""
+    table = output.split("Job stats:")[1].split("total")[0]
+    return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", table, re.MULTILINE)}
+
+
+def test_one_job_per_site_and_section_and_notebook(tmp_path: Path) -> None:
+    run = dry_run(tmp_path, "profile=quick", "runtime=none")
+    assert run.returncode == 0, run.stderr[-2000:]
+    jobs = job_counts(run.stdout)
+    sites = 2  # the quick profile's lan-hdd and lan-ssd
+    assert jobs["sweep_section"] == sites * SECTIONS
+    assert jobs["calibrate_site"] == sites
+    assert jobs["execute_notebook"] == jobs["render_page"] == sites * SECTIONS
+    assert jobs["execute_overview"] == jobs["render_site_index"] == jobs["summarize_site"] == sites
+    assert jobs["execute_compare"] == jobs["index_page"] == jobs["all"] == 1
+    assert jobs["generate_files"] == 1
+    assert "container_image" not in jobs  # runtime=none: jobs use the host venv
+
+
+def test_a_site_admin_names_their_own_sites(tmp_path: Path) -> None:
+    run = dry_run(tmp_path, "profile=quick", "runtime=none", "sites=[lan-hdd]", "calibrate=false")
+    assert run.returncode == 0, run.stderr[-2000:]
+    jobs = job_counts(run.stdout)
+    assert jobs["sweep_section"] == SECTIONS and "calibrate_site" not in jobs
+    assert set(re.findall(r"site=([\w-]+)", run.stdout)) == {"lan-hdd"}
+
+
+@pytest.mark.skipif(shutil.which("podman") is None, reason="podman is not installed")
+def test_the_payload_image_comes_before_the_sweeps(tmp_path: Path) -> None:
+    run = dry_run(tmp_path, "profile=quick", "runtime=podman", "sites=[lan-hdd]")
+    assert run.returncode == 0, run.stderr[-2000:]
+    sweep = run.stdout.split("rule sweep_section:")[1].split("\n\n")[0]
+    assert "build/container/payload.json" in sweep
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (("profile=nosuch",), r"field profile: no profile named 'nosuch' -- choose one of"),
+        (("profile=quick", "sites=[nosuch]"), r"nosuch.yaml: no such site file"),
+    ],
+)
+def test_a_bad_configuration_stops_before_anything_runs(
+    tmp_path: Path, config: tuple[str, ...], message: str
+) -> None:
+    run = dry_run(tmp_path, *config)
+    assert run.returncode != 0
+    assert re.search(message, run.stdout + run.stderr)
