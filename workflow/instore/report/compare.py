@@ -51,6 +51,7 @@ def setups_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def setups(rows: pd.DataFrame) -> None:
+    show.heading(f"Storage setups compared: {', '.join(sorted(rows['site'].unique()))}", 1)
     if same_work(rows).empty:
         show.note("No site has protocol records yet, so there is nothing to compare.")
         return

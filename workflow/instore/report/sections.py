@@ -51,7 +51,8 @@ def points_table(
 def header(view: SiteView, section: str) -> None:
     show.heading(f"{view.site}: {TITLES.get(section, section)}", 1)
     cond = view.conditions()
-    show.note(f"{cond.get('description', '')} Limits: {view.limits.source}.")
+    described = str(cond.get("description") or view.site).rstrip(". ")
+    show.note(f"{described}. Limits: {view.limits.source}.")
 
 
 # --- layout -------------------------------------------------------------------------------

@@ -1,0 +1,126 @@
+"""The tiny study through Snakemake, in a copy of the checkout: `snakemake --cores 2` makes
+reports/index.html; a second run does nothing; touching one site's file redoes only that site;
+a notebook that raises fails the pipeline with the cell's error."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).parent
+SITES = ("tiny-a", "tiny-b")
+SECTIONS = ("layout", "cache", "protocols", "readahead", "jobfill")
+COPIED = (
+    "Snakefile",
+    "pyproject.toml",
+    "README.md",
+    "config",
+    "containers",
+    "envs",
+    "notebooks",
+    "workflow",
+)
+IGNORED = shutil.ignore_patterns("__pycache__", "*.egg-info", ".ipynb_checkpoints")
+
+
+def _checkout(root: Path) -> Path:
+    """A working copy whose package, notebooks and site files are the ones being run."""
+    work = root / "instore"
+    work.mkdir()
+    for name in COPIED:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, work / name, ignore=IGNORED)
+        else:
+            shutil.copy2(src, work / name)
+    (work / "tests" / "e2e").mkdir(parents=True)
+    shutil.copy2(HERE / "tiny-study.yaml", work / "tests" / "e2e" / "tiny-study.yaml")
+    template = (HERE / "tiny-site.yaml").read_text()
+    for site in SITES:
+        text = template.replace("SITE_NAME", site).replace("DATA_DIR", str(work / "data" / "files"))
+        (work / "config" / "sites" / f"{site}.yaml").write_text(text)
+    (work / "data" / "files").mkdir(parents=True)
+    return work
+
+
+def _snakemake(work: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(work / "workflow"),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}  # fmt: skip
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *extra, "--config",
+           "study=tests/e2e/tiny-study.yaml", "profile=tiny", "runtime=none", "calibrate=false"]  # fmt: skip
+    return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=1500)
+
+
+def _sites_in_plan(dry_run: str) -> set[str]:
+    return set(re.findall(r"wildcards: site=([\w-]+)", dry_run))
+
+
+@pytest.fixture(scope="module")
+def study(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    work = _checkout(tmp_path_factory.mktemp("e2e"))
+    return work, _snakemake(work)
+
+
+def test_the_study_makes_every_report(study: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    work, run = study
+    assert run.returncode == 0, run.stderr[-3000:]
+    index = work / "reports" / "index.html"
+    assert f"the report is {index}" in run.stdout + run.stderr
+    page = index.read_text()
+    for site in SITES:
+        assert f'href="{site}/index.html"' in page
+        for section in SECTIONS:
+            assert (work / "reports" / site / f"{section}.html").is_file()
+            assert (work / "results" / site / f"{section}.parquet").is_file()
+        overview = (work / "reports" / site / "index.html").read_text()
+        assert 'href="jobfill.html#fig-jobfill"' in overview
+    assert (work / "reports" / "compare.html").is_file()
+
+
+def test_a_rerun_does_nothing(study: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    work, _ = study
+    again = _snakemake(work)
+    assert again.returncode == 0
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_editing_one_site_redoes_only_that_site(
+    study: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    work, _ = study
+    site_file = work / "config" / "sites" / "tiny-b.yaml"
+    before, stat = site_file.read_text(), site_file.stat()
+    site_file.write_text(before.replace("own disk", "own local disk"))
+    plan = _snakemake(work, "--dry-run")
+    site_file.write_text(before)  # put it back as it was, so later tests see the study unchanged
+    os.utime(site_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    assert _sites_in_plan(plan.stdout) == {"tiny-b"}
+    assert len(re.findall(r"rule sweep_section:", plan.stdout)) == len(SECTIONS)
+
+
+def test_a_failing_notebook_fails_the_pipeline_with_its_error(
+    study: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    work, _ = study
+    notebook = work / "notebooks" / "cache.ipynb"
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell('raise RuntimeError("boom from a report cell")'))
+    nbformat.write(nb, notebook)
+    broken = _snakemake(work, "--keep-going")
+    assert broken.returncode != 0
+    log = broken.stdout + broken.stderr
+    assert re.search(r"cache\.ipynb failed in cell \d+: RuntimeError: boom from a report cell", log)
+    assert "study done" not in log
