@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from instore.report.command import NOTEBOOKS, report_site
+from instore.report.command import NOTEBOOKS, report_compare, report_site
 from instore.report.execute import execute, render
 from instore.report.pages import write_index
 from instore.summary.command import summarize, write
@@ -69,10 +69,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory, small_files: dict[str, Pat
         write(results, site, *summarize(results, site))
     out = root / "reports"
     report_site(SITES[0], results, out, small_files["ordered"].parent)
-    executed = execute(
-        NOTEBOOKS / "compare.ipynb", out / "compare.ipynb", {"results": str(results)}
-    )
-    render(executed, out / "compare.html")
+    report_compare([], results, out)
     write_index(results, out, [SITES[0]])
     return out
 

@@ -93,6 +93,13 @@ def test_setups_table_is_the_same_work_on_each_site() -> None:
     ].median()
     assert one["CPU eff."] == pytest.approx(expected)
     assert list(table["CPU eff."]) == sorted(table["CPU eff."], reverse=True)
+    cold = table[(table["site"] == "fixture-cold") & (table["protocol"] == "posix")].iloc[0]
+    posix = records.query("site == 'fixture-cold' and section == 'protocols' and engine == 'root'")
+    posix = posix[posix["protocol"] == "posix"]
+    assert (cold["jobs"], cold["failed"]) == (
+        (posix["status"] == "ok").sum(),
+        (posix["status"] != "ok").sum(),
+    )
 
 
 def test_parameters_parse_json_or_text() -> None:

@@ -95,6 +95,7 @@ def test_calibration_file_is_read() -> None:
     assert limits.throughput("http") == 130.0  # no usable figure: the storage's own limit
     assert limits.read_iops == 150.0
     assert from_calibration(None).throughput("posix") is None
+    assert from_calibration({"rtt_ms": 25}).source == "calibration without usable limits"
 
 
 def test_jobfill_advice_follows_the_floor(stats: pd.DataFrame) -> None:

@@ -54,6 +54,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_dirs(site)
     site.set_defaults(func=_site)
 
+    cmp = actions.add_parser("compare", help="the cross-site comparison page, reports/compare.html")
+    cmp.add_argument(
+        "--sites", default="", help="comma-separated (default: every site with results)"
+    )
+    _add_dirs(cmp)
+    cmp.set_defaults(func=_compare)
+
     idx = actions.add_parser("index", help="write reports/index.html over the named sites")
     idx.add_argument("--sites", required=True, help="comma-separated site names")
     _add_dirs(idx)
@@ -110,6 +117,19 @@ def report_site(site: str, results: Path, reports: Path, data: Path) -> Path:
 def _site(args: argparse.Namespace) -> int:
     out = report_site(args.site, args.results, args.reports, args.data)
     print(f"instore report: {args.site} -> {out}")
+    return 0
+
+
+def report_compare(sites: list[str], results: Path, reports: Path) -> Path:
+    """Execute and render the comparison notebook over ``sites`` (all when empty)."""
+    params = {"sites": sites, "results": str(results.resolve())}
+    executed = execute(NOTEBOOKS / "compare.ipynb", reports / "compare.ipynb", params)
+    return render(executed, reports / "compare.html")
+
+
+def _compare(args: argparse.Namespace) -> int:
+    sites = [s for s in args.sites.split(",") if s]
+    print(f"instore report: compare -> {report_compare(sites, args.results, args.reports)}")
     return 0
 
 

@@ -16,7 +16,7 @@ from instore.summary.load import read_study
 from instore.summary.stats import cache_label, point_stats, with_derived
 
 SETUP_COLUMNS = {
-    "site": "site", "site_profile": "storage", "protocol": "protocol", "jobs_ok": "jobs",
+    "site": "site", "site_profile": "storage", "protocol": "protocol", "jobs_ok": "jobs", "jobs_failed": "failed",
     "cpu_efficiency_median": "CPU eff.", "event_rate_hz_median": "events/s",
     "mb_per_s_median": "MB/s", "read_calls_median": "read calls", "wall_s_median": "wall (s)",
 }  # fmt: skip
@@ -43,9 +43,11 @@ def setups_table(rows: pd.DataFrame) -> pd.DataFrame:
     stats = point_stats(work)
     profiles = work.groupby("site")["site_profile"].first()
     stats["site_profile"] = stats["site"].map(profiles)
-    grouped = stats.groupby(["site", "site_profile", "protocol"], as_index=False).median(
-        numeric_only=True
-    )
+    keys = ["site", "site_profile", "protocol"]
+    measured = stats[stats["jobs_ok"] > 0]
+    grouped = measured.groupby(keys, as_index=False).median(numeric_only=True)
+    counts = stats.groupby(keys, as_index=False)[["jobs_ok", "jobs_failed"]].sum()
+    grouped = grouped.drop(columns=["jobs_ok", "jobs_failed"]).merge(counts, on=keys)
     table = grouped[list(SETUP_COLUMNS)].rename(columns=SETUP_COLUMNS)
     return table.sort_values("CPU eff.", ascending=False).reset_index(drop=True)
 
@@ -88,6 +90,7 @@ def jobfill_compare(rows: pd.DataFrame) -> None:
     table = stats.pivot_table(
         index="fill", columns="site", values="cpu_efficiency_median", aggfunc="min"
     )
+    table.columns.name = None
     show.table(table.reset_index(), "Worst per-job CPU efficiency per jobs per node, by site",
                percent=tuple(table.columns))  # fmt: skip
 

@@ -51,4 +51,7 @@ def from_calibration(calibration: Mapping[str, Any] | None) -> Limits:
     if sequential is not None:
         rates["fio"] = sequential
     iops = _find(fio, "rand_read_iops", "read_iops", "iops")
-    return Limits(mb_per_s=rates, read_iops=iops, source="calibration")
+    # Say so when a calibration exists but holds none of the figures read here, rather than
+    # showing its absence as if the site had never been calibrated.
+    source = "calibration" if rates or iops else "calibration without usable limits"
+    return Limits(mb_per_s=rates, read_iops=iops, source=source)
