@@ -1,0 +1,185 @@
+"""Site files: load ``config/sites/<name>.yaml``, validate it, and hand back typed settings.
+
+Validation happens before anything is started, so a typo in a site file costs a one-line
+error instead of a half-built emulated site.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from instore.errors import InstoreError
+
+PROTOCOLS: tuple[str, ...] = ("posix", "stage-in", "xrootd", "http", "fuse")
+REPO_ROOT = Path(__file__).resolve().parents[3]
+SITES_DIR = REPO_ROOT / "config" / "sites"
+SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "site.schema.json"
+
+
+@dataclass(frozen=True)
+class Network:
+    """Link between worker and storage: a tbf rate and an optional target round-trip time."""
+
+    bandwidth_mbit: float
+    rtt_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class Disk:
+    """The emulated disk: loop-device size, file system, block readahead and blkio limits."""
+
+    size_mb: int = 1024
+    filesystem: str = "ext4"
+    readahead_kb: int = 128
+    read_iops: int | None = None
+    read_mbps: float | None = None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What ``instore site calibrate`` reads: a whole file, and a directory fio may write to."""
+
+    file: str | None = None
+    posix_dir: str | None = None
+    file_mb: int = 64
+    fio_seconds: float = 5.0
+
+
+@dataclass(frozen=True)
+class SiteConfig:
+    """One validated site file."""
+
+    name: str
+    kind: str
+    path: Path
+    profile: str
+    description: str
+    nodes: int
+    cores: int
+    protocols: tuple[str, ...]
+    stage_in_source: str
+    network: Network | None = None
+    disk: Disk | None = None
+    endpoints: dict[str, str] = field(default_factory=dict)
+    calibration: Calibration = field(default_factory=Calibration)
+    preflight_timeout_s: float = 5.0
+
+    @property
+    def emulated(self) -> bool:
+        return self.kind == "emulated"
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def site_path(name_or_path: str | Path) -> Path:
+    """A bare name means ``config/sites/<name>.yaml``; anything with a slash or suffix is a path."""
+    text = str(name_or_path)
+    if "/" in text or text.endswith((".yaml", ".yml")):
+        return Path(text)
+    return SITES_DIR / f"{text}.yaml"
+
+
+def _fix_for(error: jsonschema.ValidationError) -> str:
+    """Turn a schema violation into something the user can do."""
+    kind = error.validator
+    if kind == "required":
+        return "add the missing field (see workflow/schemas/site.schema.json)"
+    if kind == "enum":
+        return f"use one of {', '.join(map(str, error.validator_value))}"
+    if kind == "additionalProperties":
+        return "remove or correct the unknown field"
+    if kind == "not":
+        return (
+            "emulated sites take network, disk and protocols; real sites take endpoints: "
+            "remove the fields that do not belong to this kind"
+        )
+    if kind == "pattern":
+        return f"make it match {error.validator_value}"
+    return f"fix the value ({kind} {error.validator_value!r})"
+
+
+def _where(error: jsonschema.ValidationError) -> str:
+    parts = [str(p) for p in error.absolute_path]
+    return ".".join(parts) if parts else "(top level)"
+
+
+def validate(data: Any, path: Path) -> None:
+    """Raise one InstoreError for the most relevant schema violation, naming file and field."""
+    validator = jsonschema.Draft202012Validator(_schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is None:
+        return
+    raise InstoreError(f"{path}: field {_where(error)}: {error.message}", _fix_for(error))
+
+
+def _read_yaml(path: Path) -> Any:
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in SITES_DIR.glob("*.yaml")))
+        raise InstoreError(
+            f"{path}: no such site file", f"pass a path to a site YAML or one of: {known}"
+        )
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark else ""
+        raise InstoreError(f"{path}:{line} is not valid YAML", "fix the YAML syntax") from err
+
+
+def _build(data: dict[str, Any], path: Path) -> SiteConfig:
+    net = data.get("network")
+    disk = data.get("disk")
+    limits = (disk or {}).get("limits") or {}
+    endpoints = dict(data.get("endpoints", {}))
+    protocols = tuple(data.get("protocols") or [p for p in PROTOCOLS if p in endpoints])
+    calibration = data.get("calibration", {})
+    return SiteConfig(
+        name=data["name"],
+        kind=data["kind"],
+        path=path,
+        profile=data.get("profile", data["name"]),
+        description=data.get("description", ""),
+        nodes=data["workers"]["nodes"],
+        cores=data["workers"]["cores"],
+        protocols=protocols,
+        stage_in_source=data.get("stage_in", {}).get("source", "xrootd"),
+        network=Network(**net) if net else None,
+        disk=Disk(**{k: v for k, v in disk.items() if k != "limits"}, **limits) if disk else None,
+        endpoints=endpoints,
+        calibration=Calibration(**calibration),
+        preflight_timeout_s=data.get("timeouts", {}).get("preflight_s", 5.0),
+    )
+
+
+def _check_consistency(cfg: SiteConfig) -> None:
+    """Rules the schema cannot say: stage-in needs its source protocol, names match files."""
+    if "stage-in" in cfg.protocols and cfg.emulated and cfg.stage_in_source not in cfg.protocols:
+        raise InstoreError(
+            f"{cfg.path}: field stage_in.source: {cfg.stage_in_source} is not among protocols",
+            f"add {cfg.stage_in_source} to protocols or change stage_in.source",
+        )
+    if cfg.path.parent.resolve() == SITES_DIR.resolve() and cfg.path.stem != cfg.name:
+        raise InstoreError(
+            f"{cfg.path}: field name: {cfg.name!r} differs from the file name",
+            f"rename the file to {cfg.name}.yaml or set name: {cfg.path.stem}",
+        )
+
+
+def load_site(name_or_path: str | Path) -> SiteConfig:
+    """Load and validate a site by name (``config/sites/<name>.yaml``) or by path."""
+    path = site_path(name_or_path)
+    data = _read_yaml(path)
+    validate(data, path)
+    cfg = _build(data, path)
+    _check_consistency(cfg)
+    return cfg

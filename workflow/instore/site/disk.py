@@ -1,0 +1,103 @@
+"""The emulated disk: a sparse file on a direct-I/O loop device, with a real file system
+and the block-device readahead a site would tune."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+from instore.site.config import Disk
+from instore.site.names import PREFIX, WORK_ROOT, SiteNames
+from instore.site.system import run
+
+MKFS: dict[str, list[str]] = {
+    # Initialise inode tables and journal now: lazy init would write in the background
+    # while we measure.
+    "ext4": ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
+    "xfs": ["mkfs.xfs", "-q", "-f"],
+}
+
+
+def create(names: SiteNames, disk: Disk) -> str:
+    """Make, format and mount the disk; return the loop device (e.g. /dev/loop3)."""
+    names.workdir.mkdir(parents=True, exist_ok=True)
+    with names.disk_image.open("wb") as img:
+        img.truncate(disk.size_mb * 1024 * 1024)
+    # Direct I/O on the backing file: the host page cache must not hide the emulated disk.
+    loop = run(["losetup", "--find", "--show", "--direct-io=on", str(names.disk_image)])
+    dev = loop.stdout.strip()
+    return dev
+
+
+def format_and_mount(names: SiteNames, disk: Disk, dev: str) -> None:
+    """File system, mount point readable by the unprivileged xrootd user, readahead."""
+    run([*MKFS[disk.filesystem], dev])
+    names.disk_mount.mkdir(parents=True, exist_ok=True)
+    run(["mount", "-o", "noatime", dev, str(names.disk_mount)])
+    names.disk_mount.chmod(0o755)
+    set_readahead(dev, disk.readahead_kb)
+
+
+def set_readahead(dev: str, kb: int) -> None:
+    """Block-device readahead, in KiB (blockdev counts 512-byte sectors)."""
+    run(["blockdev", "--setra", str(kb * 2), dev])
+
+
+def readahead_kb(dev: str) -> int:
+    return int(run(["blockdev", "--getra", dev]).stdout.strip()) // 2
+
+
+def major_minor(dev: str) -> str:
+    """The "MAJ:MIN" the blkio throttle files take."""
+    rdev = os.stat(dev).st_rdev
+    return f"{os.major(rdev)}:{os.minor(rdev)}"
+
+
+def put_files(names: SiteNames, files: Iterable[Path]) -> list[str]:
+    """Copy files onto the disk and flush them, so reads later come from the device."""
+    placed = []
+    for src in files:
+        dest = names.disk_mount / Path(src).name
+        shutil.copyfile(src, dest)
+        dest.chmod(0o644)
+        placed.append(dest.name)
+    os.sync()
+    return placed
+
+
+def unmount(mountpoint: str) -> None:
+    """Unmount; fall back to a lazy unmount if something still holds it open."""
+    if run(["umount", mountpoint], check=False).returncode != 0:
+        run(["umount", "-l", mountpoint], check=False)
+
+
+def detach(dev: str) -> None:
+    run(["losetup", "-d", dev], check=False)
+
+
+def our_mounts() -> list[str]:
+    """Mount points under our work directories (disk and FUSE), deepest first."""
+    root = f"{WORK_ROOT}/{PREFIX}"
+    found = []
+    for line in Path("/proc/mounts").read_text().splitlines():
+        mountpoint = line.split()[1]
+        if mountpoint.startswith(root):
+            found.append(mountpoint)
+    return sorted(found, key=len, reverse=True)
+
+
+def our_loops() -> list[str]:
+    """Loop devices backed by a file in one of our work directories."""
+    out = run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"]).stdout
+    root = f"{WORK_ROOT}/{PREFIX}"
+    return [line.split()[0] for line in out.splitlines() if root in line]
+
+
+def remove_workdirs(names: SiteNames | None = None) -> None:
+    """Delete the work directory of one site, or all of ours; mounts must be gone first."""
+    dirs = [names.workdir] if names else sorted(WORK_ROOT.glob(f"{PREFIX}*"))
+    for path in dirs:
+        if path.is_dir() and not any(m.startswith(str(path)) for m in our_mounts()):
+            shutil.rmtree(path, ignore_errors=True)

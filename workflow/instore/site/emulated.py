@@ -1,0 +1,235 @@
+"""Emulated sites: bring-up in a fixed order, each resource recorded in the state file the
+moment it exists, and a teardown that works from that file or, failing it, from names."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from instore.errors import InstoreError
+from instore.site import blkio, delay, disk, fuse, netns, shaping, xrootd
+from instore.site.config import SiteConfig, load_site
+from instore.site.live import LiveSite
+from instore.site.names import HTTP_PORT, PREFIX, WORK_ROOT, XROOTD_PORT, SiteNames
+from instore.site.state import SiteState, recorded_sites
+from instore.site.system import require_root, stop_pid
+
+RTT_TOLERANCE = 0.20
+
+
+class EmulatedLive(LiveSite):
+    """A running emulated site, described by its state file."""
+
+    def __init__(self, config: SiteConfig, state: SiteState) -> None:
+        super().__init__(config)
+        self.state = state
+        self.names = state.names
+
+    def _url(self, protocol: str, file: str) -> str:
+        n = self.names
+        if protocol == "stage-in":
+            protocol = self.config.stage_in_source
+        return {
+            "posix": str(n.disk_mount / file),
+            "fuse": str(n.fuse_mount / file),
+            "xrootd": f"root://{n.storage_ip}:{XROOTD_PORT}//{file}",
+            "http": f"http://{n.storage_ip}:{HTTP_PORT}/{file}",
+        }[protocol]
+
+    def drop_caches(self) -> None:
+        """Flush and drop the page cache (the server's cache is the host's page cache)."""
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+    def set_block_readahead(self, kb: int) -> None:
+        disk.set_readahead(self.state.data["loop"], kb)
+        self.state.record("readahead_kb", kb)
+
+    def job_env(self) -> dict[str, str]:
+        return {"INSTORE_BLKIO_CGROUP": str(self.names.cgroup)}
+
+    def _emulation(self) -> dict[str, Any]:
+        cfg, data = self.config, self.state.data
+        assert cfg.network and cfg.disk
+        return {
+            "network": {
+                "bandwidth_mbit": cfg.network.bandwidth_mbit,
+                "rtt_ms_target": cfg.network.rtt_ms,
+                "rtt_ms_bare": data.get("rtt_ms_bare"),
+                "rtt_ms_measured": data.get("rtt_ms_measured"),
+                "delay_hold_ms": data.get("delay_hold_ms"),
+            },
+            "disk": {
+                "size_mb": cfg.disk.size_mb,
+                "filesystem": cfg.disk.filesystem,
+                "readahead_kb": data.get("readahead_kb", cfg.disk.readahead_kb),
+                "read_iops": cfg.disk.read_iops,
+                "read_mbps": cfg.disk.read_mbps,
+            },
+        }
+
+
+def existing(names: SiteNames) -> list[str]:
+    """What of this site exists now: state file, namespace, link, mounts, cgroup."""
+    found = [f"state file {names.state_file}"] if names.state_file.exists() else []
+    return found + _resources(names)
+
+
+def _resources(names: SiteNames) -> list[str]:
+    """The system resources of a site (everything but its state file)."""
+    found = []
+    if names.netns in netns.namespaces():
+        found.append(f"namespace {names.netns}")
+    found += [f"link {link}" for link in netns.links() if link == names.veth_worker]
+    found += [f"mount {m}" for m in disk.our_mounts() if m.startswith(str(names.workdir))]
+    found += [f"cgroup {names.cgroup}"] if names.cgroup.exists() else []
+    return found
+
+
+def bring_up(cfg: SiteConfig, files: Iterable[Path] = ()) -> EmulatedLive:
+    """Start everything; on any failure, undo what was done and re-raise."""
+    require_root(f"bringing up emulated site {cfg.name}")
+    names = SiteNames(cfg.name)
+    found = existing(names)
+    if found:
+        raise InstoreError(
+            f"site {cfg.name} is already up or left over from a crash ({', '.join(found)})",
+            f"run `instore site down {cfg.name}` (or `instore site down --all`) first",
+        )
+    state = SiteState(names)
+    state.start()
+    state.record("config", str(cfg.path))
+    try:
+        _build(cfg, names, state, list(files))
+    except BaseException:
+        teardown(names)
+        raise
+    return EmulatedLive(cfg, state)
+
+
+def _build(cfg: SiteConfig, names: SiteNames, state: SiteState, files: list[Path]) -> None:
+    assert cfg.network and cfg.disk
+    names.workdir.mkdir(parents=True, exist_ok=True)
+    netns.create(names)
+    state.record("netns", names.netns)
+    shaping.limit(names.veth_storage, cfg.network.bandwidth_mbit, names.netns)
+    shaping.limit(names.veth_worker, cfg.network.bandwidth_mbit)
+    loop = disk.create(names, cfg.disk)
+    state.record("loop", loop)
+    disk.format_and_mount(names, cfg.disk, loop)
+    state.record("readahead_kb", cfg.disk.readahead_kb)
+    blkio.create(names.cgroup, disk.major_minor(loop), cfg.disk.read_iops, cfg.disk.read_mbps)
+    state.record("files", disk.put_files(names, files))
+    server = xrootd.start(names)
+    state.record_pid("xrootd", server.pid)
+    xrootd.wait_ready(names, server)
+    _add_latency(cfg, names, state)
+    if "fuse" in cfg.protocols:
+        state.record_pid("xrootdfs", fuse.mount(names).pid)
+
+
+def _add_latency(cfg: SiteConfig, names: SiteNames, state: SiteState) -> None:
+    """Tune the delayer to the profile's RTT and refuse a site that cannot reach it."""
+    assert cfg.network
+    target = cfg.network.rtt_ms
+    if target is None:
+        state.record("rtt_ms_bare", delay.measure_rtt_ms(names.storage_ip, XROOTD_PORT))
+        return
+    proc, bare, hold, achieved = delay.tune(names, target, XROOTD_PORT)
+    if proc:
+        state.record_pid("delay", proc.pid)
+    state.data.update(rtt_ms_bare=bare, delay_hold_ms=hold)
+    state.record("rtt_ms_measured", achieved)
+    if abs(achieved - target) > RTT_TOLERANCE * target:
+        raise InstoreError(
+            f"site {cfg.name}: measured RTT {achieved:.3f} ms, profile wants {target:g} ms "
+            f"(bare link {bare:.3f} ms)",
+            "lower the machine's load or set network.rtt_ms above the bare RTT",
+        )
+
+
+def teardown(names: SiteNames) -> list[str]:
+    """Remove everything of one site, from its state file and by name. Returns what is left
+    (empty when clean). Safe to call repeatedly and on a half-built site."""
+    state = SiteState.load(names)
+    pids = state.pids() if state else {}
+    fuse.unmount(names, pids.get("xrootdfs"))
+    for role, expect in (("delay", delay.MODULE), ("xrootd", "xrootd")):
+        if role in pids:
+            stop_pid(pids[role], expect)
+    for pid in netns.pids_in(names.netns):
+        stop_pid(pid, "")  # everything in our namespace is ours
+    netns.delete(names.netns, names.veth_worker)
+    with contextlib.suppress(OSError):
+        blkio.remove(names.cgroup)
+    for mountpoint in disk.our_mounts():
+        if mountpoint.startswith(str(names.workdir)):
+            disk.unmount(mountpoint)
+    loops = {state.data["loop"]} if state and "loop" in state.data else set()
+    for dev in loops | set(disk.our_loops()):
+        if dev in loops or str(names.workdir) in _backing(dev):
+            disk.detach(dev)
+    disk.remove_workdirs(names)
+    left = _resources(names)
+    if not left:
+        names.state_file.unlink(missing_ok=True)
+    return left
+
+
+def _backing(dev: str) -> str:
+    try:
+        return Path(f"/sys/block/{Path(dev).name}/loop/backing_file").read_text().strip()
+    except OSError:
+        return ""
+
+
+def known_sites() -> set[str]:
+    """Every site name that left a trace: state files, namespaces, work dirs, cgroups."""
+    names = set(recorded_sites())
+    names |= {ns.removeprefix(PREFIX) for ns in netns.namespaces()}
+    names |= {p.name.removeprefix(PREFIX) for p in WORK_ROOT.glob(f"{PREFIX}*")}
+    names |= {p.name.removeprefix(PREFIX) for p in blkio.ours()}
+    return names
+
+
+def teardown_all() -> list[str]:
+    """Remove every trace of every emulated site, including ones whose state file is lost.
+    Returns what could not be removed (empty when clean)."""
+    require_root("tearing down emulated sites")
+    for site in sorted(known_sites()):
+        teardown(SiteNames(site))
+    for link in netns.links():
+        netns.delete("", link)
+    for mountpoint in disk.our_mounts():
+        disk.unmount(mountpoint)
+    for dev in disk.our_loops():
+        disk.detach(dev)
+    for cgroup in blkio.ours():
+        with contextlib.suppress(OSError):
+            blkio.remove(cgroup)
+    disk.remove_workdirs()
+    return leftovers()
+
+
+def leftovers() -> list[str]:
+    """Anything of ours on this host: the check that teardown was complete."""
+    found = [f"namespace {n}" for n in netns.namespaces()]
+    found += [f"link {link}" for link in netns.links()]
+    found += [f"mount {m}" for m in disk.our_mounts()]
+    found += [f"loop device {d}" for d in disk.our_loops()]
+    found += [f"cgroup {c}" for c in blkio.ours()]
+    found += [f"state file for {s}" for s in recorded_sites()]
+    found += [f"directory {p}" for p in WORK_ROOT.glob(f"{PREFIX}*")]
+    return found
+
+
+def attach(name: str) -> EmulatedLive:
+    """The running site ``name`` brought up earlier (e.g. by `instore site up`)."""
+    names = SiteNames(name)
+    state = SiteState.load(names)
+    if state is None or names.netns not in netns.namespaces():
+        raise InstoreError(f"emulated site {name} is not up", f"run `instore site up {name}`")
+    return EmulatedLive(load_site(state.data["config"]), state)

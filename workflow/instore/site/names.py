@@ -1,0 +1,80 @@
+"""The naming convention: every namespace, link, cgroup, mount and directory an emulated site
+creates is derived from its name and starts with ``instore-``, so leftovers can be found."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+PREFIX = "instore-"
+STATE_DIR = Path("/run/instore/sites")
+WORK_ROOT = Path("/var/tmp")
+BLKIO_ROOT = Path("/sys/fs/cgroup/blkio")
+SUBNET = "10.213"
+XROOTD_PORT = 1094
+HTTP_PORT = 8000
+
+
+@dataclass(frozen=True)
+class SiteNames:
+    """All names for one emulated site."""
+
+    site: str
+
+    @property
+    def tag(self) -> str:
+        # Interface names are limited to 15 characters, so links carry a short hash.
+        return hashlib.sha1(self.site.encode()).hexdigest()[:6]
+
+    @property
+    def netns(self) -> str:
+        return f"{PREFIX}{self.site}"
+
+    @property
+    def veth_worker(self) -> str:
+        return f"{PREFIX}{self.tag}w"
+
+    @property
+    def veth_storage(self) -> str:
+        return f"{PREFIX}{self.tag}s"
+
+    @property
+    def _octet(self) -> int:
+        return int(self.tag, 16) % 250 + 1
+
+    @property
+    def worker_ip(self) -> str:
+        return f"{SUBNET}.{self._octet}.1"
+
+    @property
+    def storage_ip(self) -> str:
+        return f"{SUBNET}.{self._octet}.2"
+
+    @property
+    def workdir(self) -> Path:
+        return WORK_ROOT / f"{PREFIX}{self.site}"
+
+    @property
+    def disk_image(self) -> Path:
+        return self.workdir / "disk.img"
+
+    @property
+    def disk_mount(self) -> Path:
+        return self.workdir / "disk"
+
+    @property
+    def fuse_mount(self) -> Path:
+        return self.workdir / "fuse"
+
+    @property
+    def xrootd_dir(self) -> Path:
+        return self.workdir / "xrootd"
+
+    @property
+    def cgroup(self) -> Path:
+        return BLKIO_ROOT / f"{PREFIX}{self.site}"
+
+    @property
+    def state_file(self) -> Path:
+        return STATE_DIR / f"{self.site}.json"

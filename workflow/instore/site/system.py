@@ -1,0 +1,108 @@
+"""Running system programs and stopping our own processes, with errors a user can act on."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from instore.errors import InstoreError
+
+
+def require_root(what: str) -> None:
+    """Emulation changes namespaces, mounts and cgroups: say so before trying."""
+    if os.geteuid() != 0:
+        raise InstoreError(f"{what} needs root", "run it as root (CI and the study machine are)")
+
+
+def in_netns(netns: str, cmd: Sequence[str]) -> list[str]:
+    """Wrap a command to run in a named network namespace but the host's mount namespace.
+
+    ``ip netns exec`` would give the program a private mount namespace, hiding later mounts.
+    """
+    return ["nsenter", f"--net=/run/netns/{netns}", "--", *cmd]
+
+
+def run(
+    cmd: Sequence[str], *, check: bool = True, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run a program; on failure raise an InstoreError carrying its stderr on one line."""
+    try:
+        proc = subprocess.run(
+            list(cmd), capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except FileNotFoundError as err:
+        raise InstoreError(
+            f"{cmd[0]} is not installed", "run `make system` (envs/apt-packages.txt)"
+        ) from err
+    if check and proc.returncode != 0:
+        detail = " ".join((proc.stderr or proc.stdout).split())[:400]
+        raise InstoreError(
+            f"`{' '.join(cmd)}` failed (exit {proc.returncode}): {detail}",
+            "see the message; `instore site down --all` removes a half-built site",
+        )
+    return proc
+
+
+def cmdline(pid: int) -> str:
+    """The command line of a live process, or '' if it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def stop_pid(pid: int, expect: str, grace_s: float = 5.0) -> bool:
+    """Stop one process we started, by PID, only if its command line still contains ``expect``.
+
+    The check guards against a recycled PID after a crash. Returns True if it was ours and is gone.
+    """
+    if expect not in cmdline(pid):
+        return False
+    try:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            while _alive(pid):
+                time.sleep(0.02)
+    except ProcessLookupError:
+        pass
+    _reap(pid)
+    return True
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status if the process was our child, so no zombie stays."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str, fix: str) -> None:
+    """Poll until ``predicate()`` is true or raise an InstoreError saying what never happened."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise InstoreError(f"{what} did not happen within {timeout_s:g} s", fix)
