@@ -21,6 +21,9 @@ class HTTPBackend:
             raise OSError(f"HTTP {resp.status} for HEAD {url}")
         self.size = int(resp.headers["Content-Length"])
 
+    def close(self) -> None:
+        self._pool.clear()
+
     def read_ranges(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         out: list[bytes] = []
         for i in range(0, len(ranges), MAX_RANGES_PER_GET):
