@@ -58,8 +58,9 @@ def major_minor(dev: str) -> str:
 def put_files(names: SiteNames, files: Iterable[Path]) -> list[str]:
     """Copy files onto the disk and flush them, so reads later come from the device."""
     placed = []
+    names.data_dir.mkdir(mode=0o755, exist_ok=True)
     for src in files:
-        dest = names.disk_mount / Path(src).name
+        dest = names.data_dir / Path(src).name
         shutil.copyfile(src, dest)
         dest.chmod(0o644)
         placed.append(dest.name)

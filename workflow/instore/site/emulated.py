@@ -33,10 +33,10 @@ class EmulatedLive(LiveSite):
         if protocol == "stage-in":
             protocol = self.config.stage_in_source
         return {
-            "posix": str(n.disk_mount / file),
+            "posix": str(n.data_dir / file),
             "fuse": str(n.fuse_mount / file),
-            "xrootd": f"root://{n.storage_ip}:{XROOTD_PORT}//{file}",
-            "http": f"http://{n.storage_ip}:{HTTP_PORT}/{file}",
+            "xrootd": f"root://{n.storage_ip}:{XROOTD_PORT}//{n.data_dir.name}/{file}",
+            "http": f"http://{n.storage_ip}:{HTTP_PORT}/{n.data_dir.name}/{file}",
         }[protocol]
 
     def drop_caches(self) -> None:

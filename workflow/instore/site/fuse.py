@@ -19,7 +19,7 @@ def _mounted(path: Path) -> bool:
 def mount(names: SiteNames) -> subprocess.Popen[bytes]:
     """Mount root://storage//; xrootdfs stays in the foreground so we own its PID."""
     names.fuse_mount.mkdir(parents=True, exist_ok=True)
-    rdr = f"rdr=root://{names.storage_ip}:{XROOTD_PORT}//"
+    rdr = f"rdr=root://{names.storage_ip}:{XROOTD_PORT}//{names.data_dir.name}/"
     with (names.workdir / "xrootdfs.log").open("ab") as log:
         proc = subprocess.Popen(
             ["xrootdfs", str(names.fuse_mount), "-f", "-o", rdr],
@@ -40,9 +40,9 @@ def mount(names: SiteNames) -> subprocess.Popen[bytes]:
 
 def unmount(names: SiteNames, pid: int | None) -> None:
     """Unmount (the daemon then exits), and stop the daemon by PID if it lingers."""
-    if _mounted(names.fuse_mount):
-        if run(["fusermount3", "-u", str(names.fuse_mount)], check=False).returncode != 0:
-            run(["umount", "-l", str(names.fuse_mount)], check=False)
+    unmounted = run(["fusermount3", "-u", str(names.fuse_mount)], check=False).returncode == 0
+    if _mounted(names.fuse_mount) and not unmounted:
+        run(["umount", "-l", str(names.fuse_mount)], check=False)
     for candidate in [pid, *_daemons_for(names.fuse_mount)]:
         if candidate:
             stop_pid(candidate, "xrootdfs")

@@ -64,6 +64,11 @@ class SiteNames:
         return self.workdir / "disk"
 
     @property
+    def data_dir(self) -> Path:
+        """The exported directory on the disk, where the test files go."""
+        return self.disk_mount / "data"
+
+    @property
     def fuse_mount(self) -> Path:
         return self.workdir / "fuse"
 

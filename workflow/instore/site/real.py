@@ -70,7 +70,9 @@ def preflight(site: SiteConfig) -> list[str]:
     items = sorted(site.endpoints.items())
     with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
         results = pool.map(lambda kv: check_endpoint(*kv, site.preflight_timeout_s), items)
-    return [f"{proto} {tmpl}: {why}" for (proto, tmpl), why in zip(items, results) if why]
+    return [
+        f"{proto} {tmpl}: {why}" for (proto, tmpl), why in zip(items, results, strict=False) if why
+    ]
 
 
 class RealLive(LiveSite):

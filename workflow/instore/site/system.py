@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -92,10 +93,8 @@ def stop_pid(pid: int, expect: str, grace_s: float = 5.0) -> bool:
 
 def _reap(pid: int) -> None:
     """Collect the exit status if the process was our child, so no zombie stays."""
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str, fix: str) -> None:

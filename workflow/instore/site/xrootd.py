@@ -3,6 +3,7 @@ disk, inside the storage namespace, as the unprivileged ``xrootd`` user."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pwd
 import socket
@@ -14,13 +15,14 @@ from instore.site.names import HTTP_PORT, XROOTD_PORT, SiteNames
 from instore.site.system import in_netns, stop_pid, wait_for
 
 USER = "xrootd"
+CLONE_NEWUTS = 0x04000000
 
 
 def config_text(names: SiteNames) -> str:
     """A read-only export of the disk; admin and pid paths in our work directory."""
     adm = names.xrootd_dir
     return "\n".join([
-        "all.export / r/o",
+        f"all.export /{names.data_dir.name} r/o",
         f"oss.localroot {names.disk_mount}",
         f"xrd.port {XROOTD_PORT}",
         f"xrd.protocol XrdHttp:{HTTP_PORT} libXrdHttp.so",
@@ -39,10 +41,22 @@ def _prepare_dirs(names: SiteNames) -> None:
         os.chown(path, user.pw_uid, user.pw_gid)
 
 
+def _child_setup(names: SiteNames) -> None:
+    """Runs in the child before exec: join the blkio cgroup (every disk read the server makes
+    is throttled like the emulated device), and take a private hostname equal to the storage
+    address. xrootd 5.5 names itself after the host; with the host's name it would answer
+    locate requests (xrootdfs makes them) with 127.0.0.1, which is the worker's loopback."""
+    blkio.join(names.cgroup)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWUTS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUTS)")
+    socket.sethostname(names.storage_ip)
+
+
 def start(names: SiteNames) -> subprocess.Popen[bytes]:
-    """Start xrootd in the namespace; it joins the site's blkio cgroup before exec, so every
-    disk read it makes is throttled like the emulated device."""
+    """Start xrootd in the storage namespace, exporting the disk's data directory."""
     _prepare_dirs(names)
+    names.data_dir.mkdir(mode=0o755, exist_ok=True)
     cfg = names.xrootd_dir / "xrootd.cfg"
     cfg.write_text(config_text(names))
     cmd = ["xrootd", "-R", USER, "-c", str(cfg), "-l", str(names.xrootd_dir / "xrootd.log"),
@@ -53,7 +67,7 @@ def start(names: SiteNames) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
-        preexec_fn=lambda: blkio.join(names.cgroup),
+        preexec_fn=lambda: _child_setup(names),
     )
 
 
