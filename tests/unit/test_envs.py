@@ -31,8 +31,18 @@ def _direct() -> set[str]:
 
 
 def _conda() -> dict[str, str]:
+    """conda-forge packages (name=version) and the pip section (name==version) together."""
     deps = yaml.safe_load((ENVS / "conda.yaml").read_text())["dependencies"]
-    return {_norm(d.split("=")[0]): d.split("=", 1)[1] for d in deps if isinstance(d, str) and not d.startswith("python=")}
+    pinned = {
+        _norm(d.split("=")[0]): d.split("=", 1)[1]
+        for d in deps
+        if isinstance(d, str) and not d.startswith("python=")
+    }
+    for section in (d for d in deps if isinstance(d, dict)):
+        pinned |= {
+            _norm(p.split("==")[0]): p.split("==")[1].split()[0] for p in section.get("pip", [])
+        }
+    return pinned
 
 
 def test_every_direct_dependency_is_pinned_in_the_lock() -> None:
