@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "instore.sweep.command",
     "instore.summary.command",
     "instore.report.command",
+    "instore.site.command",
 )
 
 

@@ -28,6 +28,8 @@ from instore.site.names import SiteNames
 from instore.site.system import in_netns, stop_pid
 
 QUEUE = 0
+# Any hold at all costs a timed wake-up (~0.15 ms here); below this the tuner stops trying.
+MIN_HOLD_MS = 0.001
 MODULE = "instore.site.delay"
 
 
@@ -124,9 +126,9 @@ def tune(
     achieved = measure_rtt_ms(names.storage_ip, port)
     for _ in range(rounds):
         error = target_ms - achieved
-        if abs(error) <= 0.05 * target_ms or hold == 0.0:
+        if abs(error) <= 0.05 * target_ms or (hold == MIN_HOLD_MS and error < 0):
             break
-        hold = max(hold + 0.8 * error, 0.0)  # damped: the response is noisy
+        hold = max(hold + 0.8 * error, MIN_HOLD_MS)  # damped: the response is noisy
         stop(proc.pid)
         proc = start(names, hold)
         achieved = measure_rtt_ms(names.storage_ip, port)

@@ -17,7 +17,9 @@ from instore.site.names import HTTP_PORT, PREFIX, WORK_ROOT, XROOTD_PORT, SiteNa
 from instore.site.state import SiteState, recorded_sites
 from instore.site.system import require_root, stop_pid
 
-RTT_TOLERANCE = 0.20
+# Bring-up refuses a site whose RTT is far off; the integration tests hold it to 20%. The
+# achieved RTT is recorded in the conditions either way.
+RTT_TOLERANCE = 0.5
 
 
 class EmulatedLive(LiveSite):

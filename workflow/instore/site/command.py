@@ -1,0 +1,119 @@
+"""``instore site up|down|status|calibrate|preflight``: emulated sites from the command line,
+and the checks a real site's admin runs before a study."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from instore.errors import InstoreError
+from instore.site import calibrate as calib
+from instore.site import emulated
+from instore.site.config import load_site
+from instore.site.names import SiteNames
+from instore.site.real import check_endpoint, preflight
+from instore.site.session import open_site
+from instore.site.system import cmdline
+
+
+def _up(args: argparse.Namespace) -> int:
+    cfg = load_site(args.name)
+    if not cfg.emulated:
+        raise InstoreError(f"site {cfg.name} is real: there is nothing to bring up",
+                           f"use `instore site preflight {cfg.name}`")  # fmt: skip
+    live = emulated.bring_up(cfg, [Path(f) for f in args.files])
+    print(json.dumps(live.conditions(), indent=2))
+    print(f"site {cfg.name} is up; `instore site down {cfg.name}` removes it", file=sys.stderr)
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    if args.all == bool(args.name):
+        raise InstoreError("give a site name or --all, not both or neither",
+                           "e.g. `instore site down lan-hdd` or `instore site down --all`")  # fmt: skip
+    left = emulated.teardown_all() if args.all else emulated.teardown(SiteNames(args.name))
+    for item in left:
+        print(f"left behind: {item}", file=sys.stderr)
+    return 1 if left else 0
+
+
+def _status_of(name: str) -> dict[str, Any]:
+    names = SiteNames(name)
+    found = emulated.existing(names)
+    status: dict[str, Any] = {"site": name, "resources": found}
+    try:
+        live = emulated.attach(name)
+    except InstoreError:
+        status["up"] = False
+        return status
+    pids = live.state.pids()
+    status["processes"] = {role: bool(cmdline(pid)) for role, pid in pids.items()}
+    status["up"] = all(status["processes"].values())
+    status["conditions"] = live.conditions()
+    return status
+
+
+def _status(args: argparse.Namespace) -> int:
+    names = [args.name] if args.name else sorted(emulated.known_sites())
+    report = [_status_of(n) for n in names]
+    print(json.dumps(report, indent=2))
+    return 0 if all(r["up"] for r in report) else 1
+
+
+def _preflight(args: argparse.Namespace) -> int:
+    cfg = load_site(args.name)
+    if cfg.emulated:
+        live = emulated.attach(cfg.name)
+        items = [(p, live.url(p, "")) for p in live.protocols]
+        failures = [f"{p} {u}: {why}" for p, u in items
+                    if (why := check_endpoint(p, u + "{file}", 5.0))]  # fmt: skip
+    else:
+        failures = preflight(cfg)
+    for line in failures:
+        print(line, file=sys.stderr)
+    print(f"site {cfg.name}: {'FAILED' if failures else 'ok'}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    cfg = load_site(args.name)
+    results = Path(args.results) if args.results else None
+    if cfg.emulated and SiteNames(cfg.name).state_file.exists():
+        record = calib.calibrate(emulated.attach(cfg.name), results)
+    else:
+        with open_site(cfg) as live:
+            record = calib.calibrate(live, results)
+    print(json.dumps(record, indent=2))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `instore site ...`."""
+    site = subparsers.add_parser("site", help="bring up, check and calibrate storage sites")
+    sub = site.add_subparsers(dest="site_command", metavar="ACTION", required=True)
+
+    up = sub.add_parser("up", help="bring up an emulated site and leave it running")
+    up.add_argument("name", help="site name (config/sites/NAME.yaml) or path")
+    up.add_argument("--files", nargs="*", default=[], help="files to put on the site's disk")
+    up.set_defaults(func=_up)
+
+    down = sub.add_parser("down", help="remove an emulated site (also after a crash)")
+    down.add_argument("name", nargs="?", help="site name")
+    down.add_argument("--all", action="store_true", help="remove every instore- leftover")
+    down.set_defaults(func=_down)
+
+    status = sub.add_parser("status", help="what of a site (or of all) exists and runs")
+    status.add_argument("name", nargs="?", help="site name (default: every site found)")
+    status.set_defaults(func=_status)
+
+    pre = sub.add_parser("preflight", help="check every endpoint answers, one line per failure")
+    pre.add_argument("name", help="site name or path")
+    pre.set_defaults(func=_preflight)
+
+    cal = sub.add_parser("calibrate", help="measure disk, protocol throughput and RTT")
+    cal.add_argument("name", help="site name or path")
+    cal.add_argument("--results", help="results directory (default: results/ of the checkout)")
+    cal.set_defaults(func=_calibrate)
