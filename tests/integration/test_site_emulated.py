@@ -1,0 +1,232 @@
+"""Emulated sites with real servers: each profile comes up once per module, its emulated
+limits are measured against the profile, every protocol reads the same file with both
+payload engines, and nothing is left behind afterwards. Needs root."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from instore.site import SiteConfig, load_site, open_site
+from instore.site.calibrate import fio
+from instore.site.delay import measure_rtt_ms
+from instore.site.emulated import EmulatedLive, existing, teardown
+from instore.site.names import SiteNames
+from instore.site.system import in_netns
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0, reason="emulated sites need root"),
+]
+
+PROFILES = ["lan-hdd", "lan-ssd", "wan"]
+TEST_PREFIX = "itest-"  # our own site names, so a study running alongside is not disturbed
+BLOB = "blob.bin"
+BLOB_MB = 24
+INSTORE = [sys.executable, "-m", "instore.cli"]
+HERE = Path(__file__).parent
+
+
+def profile_config(profile: str) -> SiteConfig:
+    """The shipped profile under a test name, with a small disk."""
+    cfg = load_site(profile)
+    return dataclasses.replace(
+        cfg, name=TEST_PREFIX + profile, disk=dataclasses.replace(cfg.disk, size_mb=512)
+    )
+
+
+def ours_left() -> list[str]:
+    """Resources of any test site still present."""
+    left = []
+    for profile in [*PROFILES, "crash", "term"]:
+        left += existing(SiteNames(TEST_PREFIX + profile))
+    out = subprocess.run(["pgrep", "-a", "xrootd"], capture_output=True, text=True).stdout
+    left += [line for line in out.splitlines() if TEST_PREFIX in line]
+    return left
+
+
+@pytest.fixture(scope="module", autouse=True)
+def nothing_left_behind() -> Iterator[None]:
+    """Set up first, finalised last: after every site fixture is gone, nothing of ours is."""
+    assert not ours_left(), "a previous run left test sites behind"
+    yield
+    assert not ours_left()
+
+
+@pytest.fixture(scope="module")
+def blob(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("blob") / BLOB
+    path.write_bytes(os.urandom(BLOB_MB << 20))
+    return path
+
+
+@pytest.fixture(scope="module", params=PROFILES)
+def site(request: pytest.FixtureRequest, blob: Path, small_files: dict[str, Path]) -> Iterator:
+    files = [blob, small_files["ordered"], small_files["unordered"]]
+    with open_site(profile_config(request.param), files=files) as live:
+        yield live
+
+
+def test_tbf_caps_throughput_within_15_percent(site: EmulatedLive) -> None:
+    names, rate = site.names, site.config.network.bandwidth_mbit
+    seconds = 3.0
+    sender = subprocess.Popen(
+        in_netns(names.netns, [sys.executable, str(HERE / "site_blast.py"), "5201", "30"]),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert sender.stdout.readline().strip() == "listening"
+        with socket.create_connection((names.storage_ip, 5201)) as conn:
+            received, start = 0, time.perf_counter()
+            while time.perf_counter() - start < seconds:
+                received += len(conn.recv(1 << 20))
+            mbit = received * 8 / (time.perf_counter() - start) / 1e6
+    finally:
+        sender.kill()
+        sender.wait()
+    print(f"{site.config.name}: tbf {rate} Mbit/s, measured {mbit:.0f} Mbit/s")
+    assert abs(mbit / rate - 1) <= 0.15
+
+
+def test_rtt_within_20_percent_of_profile(site: EmulatedLive) -> None:
+    target = site.config.network.rtt_ms
+    rtt = measure_rtt_ms(site.names.storage_ip, 1094, samples=60)
+    print(f"{site.config.name}: RTT target {target} ms, measured {rtt:.3f} ms")
+    if target is None:
+        assert rtt < 0.2  # no delayer: the bare veth
+    else:
+        assert abs(rtt / target - 1) <= 0.20
+
+
+def test_iops_limit_caps_random_reads_within_15_percent(site: EmulatedLive) -> None:
+    result = fio(site.names.data_dir, "randread", "4k", 3, 128, site.names.cgroup)
+    limit = site.config.disk.read_iops
+    print(f"{site.config.name}: IOPS limit {limit}, measured {result['iops']:.0f}")
+    if limit is None:
+        assert result["iops"] > 1000  # SSD profile: not throttled
+    else:
+        assert abs(result["iops"] / limit - 1) <= 0.15
+
+
+def test_every_protocol_serves_the_same_bytes(site: EmulatedLive, blob: Path, tmp_path) -> None:
+    expected = blob.read_bytes()
+    for proto in ("posix", "fuse"):
+        assert Path(site.url(proto, BLOB)).read_bytes() == expected, proto
+    for proto in ("xrootd", "stage-in"):
+        out = tmp_path / f"{proto}.bin"
+        subprocess.run(["xrdcp", "-f", "-s", site.url(proto, BLOB), str(out)], check=True)
+        assert out.read_bytes() == expected, proto
+    request = urllib.request.Request(site.url("http", BLOB), headers={"Range": "bytes=100-199"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 206 and response.read() == expected[100:200]
+
+
+def read(site: EmulatedLive, proto: str, file: str, engine: str, cache_mb: int, scratch: Path):
+    """One payload job as the sweep runs it: a separate process with the site's job env."""
+    cmd = [*INSTORE, "read", site.url(proto, file), "--engine", engine, "--cache-mb", str(cache_mb)]
+    if proto == "stage-in":
+        cmd += ["--stage-in", "xrdcp", "--scratch", str(scratch)]
+    env = {**os.environ, **site.job_env()}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-500:] + proc.stderr[-1500:]
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("engine", ["root", "uproot"])
+def test_payload_reads_through_every_protocol(
+    site: EmulatedLive, small_files: dict[str, Path], engine: str, tmp_path: Path
+) -> None:
+    name = small_files["ordered"].name
+    events = set()
+    for proto in ("posix", "stage-in", "xrootd", "http", "fuse"):
+        record = read(site, proto, name, engine, 30, tmp_path)
+        assert not record.get("error"), (proto, record.get("error"))
+        assert record["bytes_read"] > 0, proto
+        events.add(record["events"])
+    assert len(events) == 1 and events.pop() > 0
+
+
+def test_unordered_cache_off_at_least_5x_slower_on_lan_hdd(
+    site: EmulatedLive, small_files: dict[str, Path], tmp_path: Path
+) -> None:
+    if site.config.profile != "lan-hdd":
+        pytest.skip("the spindle comparison is about lan-hdd")
+    site.drop_caches()
+    fast = read(site, "posix", small_files["ordered"].name, "root", 30, tmp_path)
+    site.drop_caches()
+    slow = read(site, "posix", small_files["unordered"].name, "root", 0, tmp_path)
+    print(
+        f"lan-hdd: ordered+cache {fast['wall_s']:.2f} s, unordered no cache {slow['wall_s']:.2f} s"
+    )
+    assert slow["wall_s"] >= 5 * fast["wall_s"]
+
+
+def test_readahead_and_conditions(site: EmulatedLive) -> None:
+    site.set_block_readahead(1024)
+    cond = site.conditions()
+    json.dumps(cond)
+    assert cond["emulation"]["disk"]["readahead_kb"] == 1024
+    dev = site.state.data["loop"]
+    out = subprocess.run(["blockdev", "--getra", dev], capture_output=True, text=True, check=True)
+    assert int(out.stdout) == 2048
+    assert cond["site"] == site.config.name and cond["kind"] == "emulated"
+    site.set_block_readahead(site.config.disk.readahead_kb)
+
+
+def crash_config(tmp_path: Path, suffix: str) -> Path:
+    """A lan-ssd site file under a test name, for the processes we kill."""
+    cfg = load_site("lan-ssd")
+    text = cfg.path.read_text().replace("name: lan-ssd", f"name: {TEST_PREFIX}{suffix}")
+    path = tmp_path / f"{suffix}.yaml"
+    path.write_text(text.replace("size_mb: 1024", "size_mb: 256"))
+    return path
+
+
+OPEN_AND_WAIT = (
+    "import sys, time\n"
+    "from instore.site import open_site\n"
+    "with open_site(sys.argv[1]):\n"
+    "    print('ready', flush=True)\n"
+    "    time.sleep(600)\n"
+)
+
+
+def start_holder(path: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", OPEN_AND_WAIT, str(path)],
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_sigterm_tears_the_site_down(tmp_path: Path) -> None:
+    proc = start_holder(crash_config(tmp_path, "term"))
+    assert existing(SiteNames(TEST_PREFIX + "term"))
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    assert existing(SiteNames(TEST_PREFIX + "term")) == []
+
+
+def test_down_cleans_up_after_a_killed_process(tmp_path: Path) -> None:
+    path = crash_config(tmp_path, "crash")
+    proc = start_holder(path)
+    proc.kill()
+    proc.wait()
+    names = SiteNames(TEST_PREFIX + "crash")
+    assert existing(names), "SIGKILL leaves the site up"
+    again = subprocess.run([*INSTORE, "site", "up", str(path)], capture_output=True, text=True)
+    assert again.returncode == 2 and "instore site down" in again.stderr
+    down = subprocess.run([*INSTORE, "site", "down", f"{TEST_PREFIX}crash"], check=False)
+    assert down.returncode == 0
+    assert existing(names) == []
+    teardown(names)  # idempotent
