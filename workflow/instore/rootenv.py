@@ -74,7 +74,9 @@ def root_version() -> str:
             text = f.read()
     except OSError:
         return "unknown"
-    parts = [re.search(rf"#define ROOT_VERSION_{p}\s+(\d+)", text) for p in ("MAJOR", "MINOR", "PATCH")]
+    parts = [
+        re.search(rf"#define ROOT_VERSION_{p}\s+(\d+)", text) for p in ("MAJOR", "MINOR", "PATCH")
+    ]
     if not all(parts):
         return "unknown"
     major, minor, patch = (int(m.group(1)) for m in parts)  # type: ignore[union-attr]
