@@ -157,11 +157,10 @@ def test_payload_reads_through_every_protocol(
     assert len(events) == 1 and events.pop() > 0
 
 
+@pytest.mark.parametrize("site", ["lan-hdd"], indirect=True)
 def test_unordered_cache_off_at_least_5x_slower_on_lan_hdd(
     site: EmulatedLive, small_files: dict[str, Path], tmp_path: Path
 ) -> None:
-    if site.config.profile != "lan-hdd":
-        pytest.skip("the spindle comparison is about lan-hdd")
     site.drop_caches()
     fast = read(site, "posix", small_files["ordered"].name, "root", 30, tmp_path)
     site.drop_caches()

@@ -154,5 +154,6 @@ def test_jobfill_point_on_slurm_workers(slurm_cluster: SlurmCluster, tmp_path: P
         assert job["ProcCnt"] == "2"  # cores = the largest fill
         start, end = _slurm_time(job["StartTime"]), _slurm_time(job["EndTime"])
         assert all(start <= t < end + dt.timedelta(seconds=1) for t in measured), (job, measured)
-        out = (slurm_cluster.workdir / f"slurm-{job['JobId']}.out").read_text()
+        logs = sorted((results / "local" / "batch-logs").glob(f"*-{job['JobId']}.*"))
+        out = "".join(log.read_text() for log in logs)  # the worker logs to .err, prints to .out
         assert "Registered to:" in out, out

@@ -32,7 +32,10 @@ class PreflightError(InstoreError):
 
 def _check_network(url: str, timeout_s: float) -> str | None:
     parts = urlsplit(url)
-    host, port = parts.hostname, parts.port or DEFAULT_PORTS.get(parts.scheme)
+    try:
+        host, port = parts.hostname, parts.port or DEFAULT_PORTS.get(parts.scheme)
+    except ValueError as err:  # e.g. a port that is not a number
+        return f"not a valid URL ({err})"
     if not host or not port:
         return "cannot tell host and port from the URL"
     try:
