@@ -7,6 +7,8 @@ PROFILE ?= full
 CORES ?= all
 CONFIG ?=
 STAMP := $(VENV)/.installed
+# Rules and notebooks call `instore` and `python`: the venv comes first on PATH.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help setup system venv test test-unit study lab lint bench lock clean-results
 
