@@ -45,6 +45,7 @@ BAD = [
         "gridftp",
     ),
     ("unknown-layout", _with("profiles.quick.sections.layout.layout", ["shuffled"]), "shuffled"),
+    ("negative-backoff", _with("profiles.quick.backoff_s", -1), "backoff_s"),
     ("negative-cache", _with("profiles.quick.sections.cache.cache_mb", [-5]), "cache_mb"),
     ("cache-word", _with("profiles.quick.sections.cache.cache_mb", ["big"]), "cache_mb"),
     ("zero-replicas", _with("profiles.quick.files.replicas", 0), "replicas"),
@@ -76,6 +77,14 @@ def test_bad_study_is_one_line_naming_file_field_and_fix(
     text = str(err.value)
     assert "\n" not in text
     assert str(path) in text and needle in text and " -- " in text, text
+
+
+def test_backoff_is_read_and_defaults_to_two_seconds(tmp_path: Path) -> None:
+    quick = {"profile": "quick"}
+    assert (
+        load_study(_write(tmp_path, _with("profiles.quick.backoff_s", 0.5)), quick).backoff_s == 0.5
+    )
+    assert load_study(_write(tmp_path, GOOD), quick).backoff_s == 2.0
 
 
 def test_missing_study_file(tmp_path: Path) -> None:

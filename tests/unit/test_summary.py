@@ -51,6 +51,14 @@ def test_medians_are_the_records_medians(records: pd.DataFrame, stats: pd.DataFr
     assert point["cache"].iloc[0] == "off"
 
 
+def test_retries_are_the_extra_attempts_of_a_points_jobs(records: pd.DataFrame) -> None:
+    jobs = records[(records["site"] == COLD) & (records["section"] == "layout")].copy()
+    jobs["attempts"] = range(1, len(jobs) + 1)
+    stats = point_stats(jobs)
+    assert stats["retries"].sum() == (jobs["attempts"] - 1).sum() > 0
+    assert stats["open_s_median"].notna().all()
+
+
 def test_failed_jobs_are_counted_not_averaged(records: pd.DataFrame, stats: pd.DataFrame) -> None:
     failed = records[(records["site"] == COLD) & (records["status"] != "ok")]
     assert len(failed) >= 1

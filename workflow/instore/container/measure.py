@@ -19,6 +19,9 @@ from instore.container.runtime import NO_ACCESS, Access, Launch, Target, last_li
 from instore.errors import InstoreError
 
 STARTUP_PROBE = ("true",)
+# A job dies with the thread that started it: a sweep stopped by Ctrl-C or SIGTERM (its Dask
+# workers closed) leaves no payload running on. setpriv is util-linux's, on every Linux host.
+DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL", "--")
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,12 @@ class Startup:
 def _timed(command: Launch, timeout: float | None) -> tuple[subprocess.CompletedProcess, float]:
     started = time.perf_counter()
     proc = subprocess.run(
-        command.argv, env=command.env, capture_output=True, text=True, timeout=timeout, check=False
+        [*DIE_WITH_PARENT, *command.argv],
+        env=command.env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     return proc, time.perf_counter() - started
 

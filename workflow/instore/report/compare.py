@@ -19,7 +19,9 @@ SETUP_COLUMNS = {
     "site": "site", "site_profile": "storage", "protocol": "protocol", "jobs_ok": "jobs", "jobs_failed": "failed",
     "cpu_efficiency_median": "CPU eff.", "event_rate_hz_median": "events/s",
     "mb_per_s_median": "MB/s", "read_calls_median": "read calls", "wall_s_median": "wall (s)",
+    "open_s_median": "open (s)", "retries": "retries",
 }  # fmt: skip
+COUNTS = ["jobs_ok", "jobs_failed", "retries"]
 
 
 def load_all(results: str | Path, sites: list[str] | None = None) -> pd.DataFrame:
@@ -46,8 +48,8 @@ def setups_table(rows: pd.DataFrame) -> pd.DataFrame:
     keys = ["site", "site_profile", "protocol"]
     measured = stats[stats["jobs_ok"] > 0]
     grouped = measured.groupby(keys, as_index=False).median(numeric_only=True)
-    counts = stats.groupby(keys, as_index=False)[["jobs_ok", "jobs_failed"]].sum()
-    grouped = grouped.drop(columns=["jobs_ok", "jobs_failed"]).merge(counts, on=keys)
+    counts = stats.groupby(keys, as_index=False)[COUNTS].sum()
+    grouped = grouped.drop(columns=COUNTS).merge(counts, on=keys)
     table = grouped[list(SETUP_COLUMNS)].rename(columns=SETUP_COLUMNS)
     return table.sort_values("CPU eff.", ascending=False).reset_index(drop=True)
 

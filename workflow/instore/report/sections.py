@@ -310,6 +310,7 @@ def overview_table(view: SiteView) -> None:
     stats = view.stats
     table = stats.groupby("section").agg(
         points=("jobs_ok", "size"), jobs_ok=("jobs_ok", "sum"), jobs_failed=("jobs_failed", "sum"),
+        retries=("retries", "sum"),
         eff_min=("cpu_efficiency_median", "min"), eff_max=("cpu_efficiency_median", "max"),
     )  # fmt: skip
     show.table(table.reset_index(), "Runs per section", percent=("eff_min", "eff_max"))

@@ -1,4 +1,4 @@
-"""``instore site up|down|status|calibrate|preflight``: emulated sites from the command line,
+"""``instore site up|down|status|calibrate|preflight|fault``: emulated sites from the command line,
 and the checks a real site's admin runs before a study."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from instore.errors import InstoreError
 from instore.site import calibrate as calib
-from instore.site import emulated
+from instore.site import emulated, faults
 from instore.site.config import load_site
 from instore.site.names import SiteNames
 from instore.site.real import check_endpoint, preflight
@@ -90,6 +90,14 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fault(args: argparse.Namespace) -> int:
+    if args.seconds <= 0:
+        raise InstoreError(f"--seconds must be positive, not {args.seconds:g}",
+                           "e.g. --seconds 10")  # fmt: skip
+    print(faults.cause(emulated.attach(args.name), args.fault, args.seconds), file=sys.stderr)
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `instore site ...`."""
     site = subparsers.add_parser("site", help="bring up, check and calibrate storage sites")
@@ -117,3 +125,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cal.add_argument("name", help="site name or path")
     cal.add_argument("--results", help="results directory (default: results/ of the checkout)")
     cal.set_defaults(func=_calibrate)
+
+    fault = sub.add_parser(
+        "fault",
+        help="cause a fault on a running emulated site (rehearse how a study survives it)",
+        description="kill-server: SIGKILL the XRootD server (a sweep restarts it before its next "
+        "point); link-down: the worker link down for --seconds; stall: every packet held for "
+        "--seconds (a latency spike; needs a site with network.rtt_ms).",
+    )
+    fault.add_argument("name", help="name of a site brought up with `instore site up`")
+    fault.add_argument("fault", choices=faults.FAULTS)
+    fault.add_argument("--seconds", type=float, default=10.0,
+                       help="how long link-down and stall last (default: 10)")  # fmt: skip
+    fault.set_defaults(func=_fault)

@@ -15,7 +15,7 @@ from instore.site.config import SiteConfig, load_site
 from instore.site.live import LiveSite
 from instore.site.names import HTTP_PORT, PREFIX, WORK_ROOT, XROOTD_PORT, SiteNames
 from instore.site.state import SiteState, recorded_sites
-from instore.site.system import require_root, stop_pid
+from instore.site.system import reap, require_root, running, stop_pid
 
 # Bring-up refuses a site whose RTT is far off; the integration tests hold it to 20%. The
 # achieved RTT is recorded in the conditions either way.
@@ -52,6 +52,26 @@ class EmulatedLive(LiveSite):
 
     def job_env(self) -> dict[str, str]:
         return {"INSTORE_BLKIO_CGROUP": str(self.names.cgroup)}
+
+    def heal(self) -> list[str]:
+        """Between points: bring a downed worker link back up and restart a storage server or
+        latency delayer that exited, so one fault costs one point, not the rest of the sweep."""
+        names, repaired = self.names, []
+        if not netns.link_is_up(names.veth_worker):
+            netns.set_link(names.veth_worker, up=True)
+            repaired.append(f"link {names.veth_worker} was down: brought it up")
+        pids = self.state.pids()
+        if not running(pids.get("xrootd", 0), "xrootd"):
+            reap(pids.get("xrootd", 0))
+            server = xrootd.start(names)
+            self.state.record_pid("xrootd", server.pid)
+            xrootd.wait_ready(names, server)
+            repaired.append("xrootd had exited: restarted it")
+        if "delay" in pids and not running(pids["delay"], delay.MODULE):
+            reap(pids["delay"])
+            self.state.record_pid("delay", delay.start(names, self.state.data["delay_hold_ms"]).pid)
+            repaired.append("the latency delayer had exited: restarted it")
+        return repaired
 
     def _emulation(self) -> dict[str, Any]:
         cfg, data = self.config, self.state.data

@@ -57,6 +57,11 @@ class LiveSite(ABC):
     @abstractmethod
     def job_env(self) -> dict[str, str]: ...
 
+    def heal(self) -> list[str]:
+        """Put the site back in its declared state between points; say what was repaired.
+        A real site's servers are its admins' to restart: nothing to do here."""
+        return []
+
     @abstractmethod
     def _emulation(self) -> dict[str, Any]: ...
 

@@ -83,3 +83,18 @@ def links() -> list[str]:
 def ns_iptables(netns: str, *rule: str) -> None:
     """Apply one iptables command inside the namespace (rules die with it)."""
     run(in_netns(netns, ["iptables", *rule]))
+
+
+IFF_UP = 0x1
+
+
+def link_is_up(dev: str) -> bool:
+    """Whether a host-side link is administratively up (False if it does not exist)."""
+    try:
+        return bool(int(Path(f"/sys/class/net/{dev}/flags").read_text(), 16) & IFF_UP)
+    except (OSError, ValueError):
+        return False
+
+
+def set_link(dev: str, up: bool) -> None:
+    run(["ip", "link", "set", dev, "up" if up else "down"])

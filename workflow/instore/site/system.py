@@ -57,7 +57,10 @@ def cmdline(pid: int) -> str:
     return raw.replace(b"\0", b" ").decode(errors="replace").strip()
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie or a dead process is not alive)."""
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -67,6 +70,11 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def running(pid: int, expect: str) -> bool:
+    """True while our process ``pid`` runs, its command line still containing ``expect``."""
+    return alive(pid) and expect in cmdline(pid)
 
 
 def stop_pid(pid: int, expect: str, grace_s: float = 5.0) -> bool:
@@ -79,19 +87,19 @@ def stop_pid(pid: int, expect: str, grace_s: float = 5.0) -> bool:
     try:
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
-        while _alive(pid) and time.monotonic() < deadline:
+        while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _alive(pid):
+        if alive(pid):
             os.kill(pid, signal.SIGKILL)
-            while _alive(pid):
+            while alive(pid):
                 time.sleep(0.02)
     except ProcessLookupError:
         pass
-    _reap(pid)
+    reap(pid)
     return True
 
 
-def _reap(pid: int) -> None:
+def reap(pid: int) -> None:
     """Collect the exit status if the process was our child, so no zombie stays."""
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)

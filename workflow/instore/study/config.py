@@ -33,6 +33,7 @@ class Study:
     timeout_s: float
     retries: int
     sections: Mapping[str, Mapping[str, list[Any]]] = field(default_factory=dict)
+    backoff_s: float = 2.0  # first wait before a retry; doubles with each further attempt
 
 
 def load_study(path: Path = DEFAULT_STUDY, overrides: Mapping[str, Any] | None = None) -> Study:
@@ -57,5 +58,6 @@ def load_study(path: Path = DEFAULT_STUDY, overrides: Mapping[str, Any] | None =
         repetitions=prof.get("repetitions", 1),
         timeout_s=float(prof.get("timeout_s", 900)),
         retries=int(prof.get("retries", 2)),
+        backoff_s=float(prof.get("backoff_s", 2.0)),
         sections=prof["sections"],
     )

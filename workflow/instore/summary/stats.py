@@ -16,6 +16,7 @@ from instore.summary.load import KNOBS, counter
 METRICS: tuple[str, ...] = (
     "cpu_efficiency", "event_rate_hz", "mb_per_s", "read_calls", "read_amplification",
     "wall_s", "bytes_read", "bytes_wasted", "read_rate_hz", "disk_s", "cache_bytes_effective",
+    "open_s",
 )  # fmt: skip
 GROUP: tuple[str, ...] = ("site", "section", *KNOBS)
 
@@ -49,6 +50,7 @@ def _one_point(jobs: pd.DataFrame) -> pd.Series:
     out: dict[str, float] = {
         "jobs_ok": len(ok),
         "jobs_failed": int((jobs["status"] != "ok").sum()),
+        "retries": int((jobs["attempts"] - 1).clip(lower=0).sum()),
         "repetitions": ok["repetition"].nunique(),
         "aggregate_event_rate_hz": _aggregate_rate(ok),
     }

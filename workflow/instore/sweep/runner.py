@@ -59,11 +59,13 @@ class SweepSummary:
     already: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     failed_points: int = 0
+    repairs: list[str] = field(default_factory=list)
     tables: dict[str, Path] = field(default_factory=dict)
 
     def line(self) -> str:
         skipped = sum(self.skipped.values())
-        return f"{self.site}: measured {self.measured} point(s), {self.already} already measured, {skipped} skipped, {self.failed_points} with failed jobs"
+        line = f"{self.site}: measured {self.measured} point(s), {self.already} already measured, {skipped} skipped, {self.failed_points} with failed jobs"
+        return line + (f", {len(self.repairs)} site repair(s)" if self.repairs else "")
 
 
 def file_name(layout: str, replica: int) -> str:
@@ -204,6 +206,10 @@ def _measure(
         if reason:
             summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
             continue
+        repaired = live.heal()
+        for line in repaired:
+            log.warning("%s: before point %s: %s", live.config.name, point.label(), line)
+        summary.repairs += repaired
         records = _run_point(
             opts, live, client, workers, target, startup, point, key, default_ra, align_s
         )
@@ -214,6 +220,7 @@ def _measure(
             "site_kind": "emulated" if live.config.emulated else "real",
             "site_profile": getattr(live.config, "profile", None),
             "conditions": conditions,
+            "repaired_before": "; ".join(repaired) or None,
         }
         rows = [{**r, **base, **dataclasses.asdict(point)} for r in records]
         store.append(rows)
@@ -280,6 +287,7 @@ def _run_point(
             startup,
             opts.study.timeout_s,
             opts.study.retries,
+            opts.study.backoff_s,
         )
         for j, url in enumerate(urls)
     ]

@@ -1,0 +1,232 @@
+"""Server faults caused for real in the middle of a sweep point on an emulated site, a 64-job
+load point, and Ctrl-C during a sweep. Needs root (emulated sites).
+
+Each sweep brings its own emulated site up and down (a lan-ssd disk with a small added RTT, so
+the site has a latency delayer to stall). A thread of the test waits for the first payload
+job to start reading over ``root://`` and then causes the fault: the jobs of that point are
+hit, whatever they were doing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+import yaml
+from instore.site import faults, load_site
+from instore.site.emulated import attach, existing, teardown
+from instore.site.names import SiteNames
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0, reason="emulated sites need root"),
+]
+
+SITE = "itest-fault"
+NAMES = SiteNames(SITE)
+TIMEOUT_S = 10.0  # per attempt; a fault outlasting it makes an attempt time out
+FAULT_S = 12.0  # link down / network stalled this long: past the first attempt and back-off
+
+
+def site_file(tmp_path: Path) -> Path:
+    """lan-ssd under a test name, a small disk, root:// only, a 2 ms RTT (so a delayer)."""
+    data = yaml.safe_load(load_site("lan-ssd").path.read_text())
+    data.update(name=SITE, protocols=["posix", "xrootd"])
+    data.pop("stage_in", None)
+    data["network"]["rtt_ms"] = 2.0
+    data["disk"]["size_mb"] = 256
+    path = tmp_path / f"{SITE}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def study_file(tmp_path: Path, profile: dict) -> Path:
+    base = {"sites": [SITE], "files": {"size_mb": 9, "replicas": 2, "seed": 7, "cluster_mb": 2}}
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump({"profile": "t", "profiles": {"t": {**base, **profile}}}))
+    return path
+
+
+# Four repetitions of one point over root:// (uproot: a job takes 2-3 s here, well inside the
+# time-out); retries and back-off as a site that expects faults would set them.
+FAULT_PROFILE = {
+    "repetitions": 4,
+    "timeout_s": TIMEOUT_S,
+    "retries": 3,
+    "backoff_s": 1.0,
+    "sections": {
+        "protocols": {"protocol": ["xrootd"], "engine": ["uproot"], "layout": ["ordered"]}
+    },
+}
+
+
+@pytest.fixture
+def env(tmp_path: Path, small_files: dict[str, Path]) -> Iterator[dict[str, Path]]:
+    """Data, site file and results of one sweep; whatever happens, the site is gone after."""
+    assert not existing(NAMES), "a previous run left the fault test site behind"
+    data = tmp_path / "files"
+    data.mkdir()
+    shutil.copy(small_files["ordered"], data / "ordered-r0.root")
+    shutil.copy(small_files["ordered-r1"], data / "ordered-r1.root")
+    yield {"data": data, "site": site_file(tmp_path), "results": tmp_path / "results",
+           "tmp": tmp_path}  # fmt: skip
+    teardown(NAMES)
+    assert not existing(NAMES)
+
+
+def start_sweep(env: dict[str, Path], study: Path) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "instore.cli", "sweep", "--site", str(env["site"]),
+            "--study", str(study), "--data", str(env["data"]), "--results", str(env["results"]),
+            "--scratch", str(env["tmp"] / "scratch"), "--no-progress"]  # fmt: skip
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+
+
+def payloads() -> list[psutil.Process]:
+    """Payload jobs reading from the test site over root:// now."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if (
+            "read" in cmd
+            and any(a.startswith("root://") for a in cmd)
+            and NAMES.storage_ip in " ".join(cmd)
+        ):
+            found.append(proc)
+    return found
+
+
+def wait_until(sweep: subprocess.Popen[str], done: Callable[[], object], what: str) -> None:
+    deadline = time.monotonic() + 180
+    while not done():
+        assert sweep.poll() is None, f"the sweep ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} within 180 s"
+        time.sleep(0.02)
+
+
+def wait_for_second_point(sweep: subprocess.Popen[str], results: Path) -> None:
+    """Until point 1 is recorded and a job of point 2 reads from the site."""
+    wait_until(sweep, (results / SITE / "records.jsonl").exists, "first point's records")
+    wait_until(sweep, payloads, "job of the second point")
+
+
+def sweep_with_fault(
+    env: dict[str, Path], profile: dict, fault: Callable[[], object]
+) -> tuple[int, str, str, pd.DataFrame]:
+    """Run a sweep; cause ``fault`` once the second point's first job is running."""
+    sweep = start_sweep(env, study_file(env["tmp"], profile))
+    errors: list[BaseException] = []
+
+    def inject() -> None:
+        try:
+            wait_for_second_point(sweep, env["results"])
+            fault()
+        except BaseException as err:  # reported by the test below
+            errors.append(err)
+
+    thread = threading.Thread(target=inject)
+    thread.start()
+    try:
+        out, err = sweep.communicate(timeout=600)
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, signal.SIGKILL)
+        thread.join(timeout=60)
+    assert not errors, errors
+    table = pd.read_parquet(env["results"] / SITE / "protocols.parquet")
+    return sweep.returncode, out, err, table.sort_values("measured_at").reset_index(drop=True)
+
+
+def test_xrootd_killed_mid_point(env: dict[str, Path]) -> None:
+    code, out, err, table = sweep_with_fault(
+        env, {**FAULT_PROFILE, "retries": 1}, lambda: faults.kill_server(attach(SITE))
+    )
+    assert code == 1, err
+    assert "measured 4 point(s)" in out and "1 with failed jobs" in out, out
+    assert "1 site repair(s)" in out and "xrootd had exited: restarted it" in err
+    assert table["point_key"].nunique() == 4 and len(table) == 4, "every point kept, once"
+    hit = table.iloc[1]
+    assert hit["status"] == "failed" and hit["attempts"] == 2, "one retry, as configured"
+    assert len(hit["attempt_errors"]) == 2 and hit["error"]
+    after = table.iloc[2:]
+    assert (after["status"] == "ok").all(), "the server was restarted for the next point"
+    assert "xrootd had exited" in table.iloc[2]["repaired_before"]
+    assert table.iloc[0]["status"] == "ok" and pd.isna(table.iloc[0]["repaired_before"])
+
+
+def _assert_survived_a_timeout(code: int, out: str, err: str, table: pd.DataFrame) -> None:
+    assert code == 0, err
+    assert "measured 4 point(s)" in out and "0 with failed jobs" in out, out
+    assert (table["status"] == "ok").all() and len(table) == 4
+    hit = table.iloc[1]
+    assert hit["attempts"] >= 2, "the first attempt could not finish while the fault lasted"
+    assert len(hit["attempt_errors"]) == hit["attempts"] - 1, "each failed attempt's error kept"
+    assert f"timed out after {TIMEOUT_S}" in hit["attempt_errors"][0]
+    assert (table.drop(index=1)["attempts"] == 1).all()
+
+
+def test_link_down_mid_point_times_out_and_retries(env: dict[str, Path]) -> None:
+    result = sweep_with_fault(env, FAULT_PROFILE, lambda: faults.link_down(attach(SITE), FAULT_S))
+    _assert_survived_a_timeout(*result)
+
+
+def test_latency_spike_mid_point_times_out_and_retries(env: dict[str, Path]) -> None:
+    result = sweep_with_fault(env, FAULT_PROFILE, lambda: faults.stall(attach(SITE), FAULT_S))
+    _assert_survived_a_timeout(*result)
+
+
+LOAD_JOBS = 64  # the HEPiX group ran 20-80 concurrent jobs against one storage
+
+
+def test_64_concurrent_jobs_against_one_site(env: dict[str, Path]) -> None:
+    """One point of 64 uproot jobs over root:// on 2 cores: all recorded, with open times."""
+    profile = {
+        "timeout_s": 600,
+        "retries": 1,
+        "sections": {"jobfill": {"fill": [LOAD_JOBS], "protocol": ["xrootd"],
+                                 "engine": ["uproot"], "layout": ["ordered"]}},
+    }  # fmt: skip
+    sweep = start_sweep(env, study_file(env["tmp"], profile))
+    _, err = sweep.communicate(timeout=900)
+    table = pd.read_parquet(env["results"] / SITE / "jobfill.parquet")
+    assert len(table) == LOAD_JOBS and sorted(table["job"]) == list(range(LOAD_JOBS)), err
+    assert table["point_key"].nunique() == 1
+    failed = table[table["status"] != "ok"]
+    assert failed["error"].notna().all(), "a failed job says why"
+    assert sweep.returncode == (1 if len(failed) else 0), err
+    ok = table[table["status"] == "ok"]
+    assert len(ok) >= LOAD_JOBS * 0.9, (
+        f"{len(failed)} of {LOAD_JOBS} jobs failed: {failed['error'].unique()}"
+    )
+    assert (ok["events"] == ok["events"].iloc[0]).all() and (ok["open_s"] > 0).all()
+
+
+def test_ctrl_c_mid_point_leaves_nothing(env: dict[str, Path]) -> None:
+    """SIGINT as from Ctrl-C while jobs run: site, Dask workers and jobs all gone."""
+    sweep = start_sweep(env, study_file(env["tmp"], FAULT_PROFILE))
+    try:
+        wait_for_second_point(sweep, env["results"])
+        ours = psutil.Process(sweep.pid).children(recursive=True)
+        assert payloads() and ours
+        sweep.send_signal(signal.SIGINT)
+        sweep.communicate(timeout=120)
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, signal.SIGKILL)
+    assert sweep.returncode != 0
+    assert existing(NAMES) == [], "the emulated site was torn down"
+    _, alive = psutil.wait_procs(ours, timeout=10)
+    assert not [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], (
+        "no Dask worker or payload job outlives the sweep"
+    )
+    assert not payloads()
