@@ -56,6 +56,15 @@ def test_tables_per_section_with_nested_fields_as_json(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("**/*.tmp"))
 
 
+def test_tables_show_only_the_asking_studys_points(tmp_path: Path) -> None:
+    """A quick run then a full one on the same site: the log keeps both, the tables show one."""
+    store = RecordStore(tmp_path, "site")
+    store.append([_rec("quick", 0, 1, "t1"), _rec("full", 0, 1, "t2")])
+    layout = pd.read_parquet(store.write_tables(["layout"], {"full"})["layout"])
+    assert list(layout["point_key"]) == ["full"]
+    assert store.done_keys() == {"quick", "full"}
+
+
 def test_append_after_a_torn_line_keeps_the_new_records(tmp_path: Path) -> None:
     store = RecordStore(tmp_path, "site")
     store.append([_rec("a", 0, 1, "t1")])

@@ -77,20 +77,27 @@ def files_for(point: Point, replicas: int) -> list[str]:
     return [file_name(point.layout, j % replicas) for j in range(point.jobs)]
 
 
-def plan(opts: SweepOptions, site: str) -> tuple[list[tuple[Point, str]], int, list[Path]]:
-    """(point, key) to measure, how many are already measured, and the input files needed."""
+@dataclass
+class Plan:
+    todo: list[tuple[Point, str]]  # (point, key) still to measure
+    keys: set[str]  # every point of the study's sections: what the tables show
+    already: int
+    files: list[Path]  # the input files the points to measure need
+
+
+def plan(opts: SweepOptions, site: str) -> Plan:
+    """What to measure, what is already measured, and the input files needed."""
     study, store = opts.study, RecordStore(opts.results, site)
     files_key = dataclasses.asdict(study.files)
     done = set() if opts.force else store.done_keys()
-    todo, already, needed = [], 0, set()
+    todo, keys, needed = [], set(), set()
     for section in opts.sections:
         for point in expand(study, section):
             key = point.key(site, files_key)
-            if key in done:
-                already += 1
-                continue
-            todo.append((point, key))
-            needed.update(files_for(point, study.files.replicas))
+            keys.add(key)
+            if key not in done:
+                todo.append((point, key))
+                needed.update(files_for(point, study.files.replicas))
     paths = [opts.data / name for name in sorted(needed)]
     missing = [p for p in paths if not p.exists()]
     if missing:
@@ -99,7 +106,7 @@ def plan(opts: SweepOptions, site: str) -> tuple[list[tuple[Point, str]], int, l
             f"{len(missing)} input file(s) missing, e.g. {missing[0]}",
             f"run: instore generate --size-mb {f.size_mb} --replicas {f.replicas} --seed {f.seed} --cluster-mb {f.cluster_mb} --out {opts.data}",
         )
-    return todo, already, paths
+    return Plan(todo, keys, len(keys) - len(todo), paths)
 
 
 def skip_reason(point: Point, live: LiveSite, workers: int) -> str | None:
@@ -154,7 +161,8 @@ def run_site(opts: SweepOptions) -> SweepSummary:
     """Measure every missing point of the site's sections; always rewrite the tables."""
     site = load_site(opts.site)
     summary = SweepSummary(site.name)
-    todo, summary.already, files = plan(opts, site.name)
+    planned = plan(opts, site.name)
+    summary.already, todo = planned.already, planned.todo
     store = RecordStore(opts.results, site.name)
     if todo:
         opts.scratch.mkdir(parents=True, exist_ok=True)
@@ -168,9 +176,12 @@ def run_site(opts: SweepOptions) -> SweepSummary:
             nodes=nodes,
             log_directory=str(store.dir / "batch-logs"),
         )
-        with open_site(site, files=files) as live, cluster_client(spec) as (client, workers):
+        with (
+            open_site(site, files=planned.files) as live,
+            cluster_client(spec) as (client, workers),
+        ):
             _measure(opts, live, client, workers, target, todo, store, summary)
-    summary.tables = store.write_tables(opts.sections)
+    summary.tables = store.write_tables(opts.sections, planned.keys)
     return summary
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +70,15 @@ class RecordStore:
         """One row per job of the latest complete measurement of every point."""
         return _complete(self.records())
 
-    def write_tables(self, sections: Iterable[str]) -> dict[str, Path]:
-        """``<section>.parquet`` for each section (an empty table when nothing was measured)."""
+    def write_tables(
+        self, sections: Iterable[str], keys: Collection[str] | None = None
+    ) -> dict[str, Path]:
+        """``<section>.parquet`` for each section (an empty table when nothing was measured),
+        holding only the points ``keys`` when given: the log keeps every point ever measured
+        (another profile's, other files'), a table shows the study that asked for it."""
         table = self.table()
+        if keys is not None and len(table):
+            table = table[table["point_key"].isin(set(keys))]
         written = {}
         for section in sections:
             part = table[table["section"] == section] if len(table) else table
