@@ -227,3 +227,19 @@ def test_bad_options_are_one_line_errors(
     assert proc.returncode != 0
     assert message in proc.stderr + proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+def test_the_payload_command_loads_no_sweep_or_table_machinery() -> None:
+    """`instore read` starts once per measured job: Dask and jsonschema (about two seconds of
+    imports here) stay out of it, while `instore --help` still lists everything."""
+    probe = (
+        "import sys\n"
+        "from instore.cli import build_parser\n"
+        "build_parser('read').parse_args(['read', 'x.root'])\n"
+        "print(sorted({'distributed', 'jsonschema'} & set(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    listed = subprocess.run([sys.executable, "-m", "instore.cli", "--help"],
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert all(name in listed for name in ("read", "sweep", "site", "lab", "summarize"))
