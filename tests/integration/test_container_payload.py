@@ -105,3 +105,15 @@ def test_same_read_inside_and_outside_the_container(podman_target, ordered_file,
         assert inside[key] == host[key], key
     assert inside["provenance"]["versions"] == host["provenance"]["versions"]
     assert (inside["runtime"], host["runtime"]) == ("podman", "none")
+
+
+def test_stage_in_with_xrdcp_works_inside_the_image(podman_target, ordered_file, tmp_path):
+    """The protocols section's stage-in copies with xrdcp: the image must have it."""
+    argv = [*read_argv(ordered_file, "uproot"), "--stage-in", "xrdcp", "--scratch", str(tmp_path)]
+    access = Access((Bind(ordered_file.parent), Bind(tmp_path, writable=True)))
+    staged = run_payload(podman_target, argv, access)
+    direct = run_payload(
+        podman_target, read_argv(ordered_file, "uproot"), Access((Bind(ordered_file.parent),))
+    )
+    assert staged["error"] is None, staged["error"]
+    assert staged["stage_in_s"] > 0 and staged["events"] == direct["events"] > 0

@@ -168,6 +168,17 @@ def test_record_carries_measurement_and_provenance(small_files: dict[str, Path])
     }
 
 
+def test_stage_in_without_xrdcp_is_one_line_with_the_fix(
+    small_files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from instore.errors import InstoreError
+    from instore.payload.runner import stage_in
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no xrdcp on it
+    with pytest.raises(InstoreError, match=r"xrdcp is not installed.*xrootd-client"):
+        stage_in(str(small_files["ordered"]), "xrdcp", tmp_path / "scratch")
+
+
 def test_stage_in_copies_then_reads_locally(small_files: dict[str, Path], tmp_path: Path) -> None:
     direct = read(small_files["ordered"], engine="root")
     staged = read(small_files["ordered"], engine="root", stage_in="cp", scratch=tmp_path)

@@ -78,12 +78,7 @@ def stage_in(url: str, tool: str, scratch: Path) -> Path:
     scratch.mkdir(parents=True, exist_ok=True)
     target = scratch / f"{os.getpid()}-{Path(urlparse(url).path).name}"
     if tool == "xrdcp":
-        subprocess.run(
-            ["xrdcp", "--force", "--silent", "--nopbar", url, str(target)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
+        _copy_with_xrdcp(url, target)
     elif is_local(url):
         shutil.copyfile(local_path(url), target)
     else:
@@ -91,6 +86,21 @@ def stage_in(url: str, tool: str, scratch: Path) -> Path:
             f"cp cannot stage in {url}", "use --stage-in xrdcp for root:// and http:// sources"
         )
     return target
+
+
+def _copy_with_xrdcp(url: str, target: Path) -> None:
+    try:
+        proc = subprocess.run(["xrdcp", "--force", "--silent", "--nopbar", url, str(target)],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+    except FileNotFoundError as err:
+        raise InstoreError(
+            "xrdcp is not installed where the job runs",
+            "install xrootd-client (Debian) or rebuild the payload image: instore container build",
+        ) from err
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines() or ["no message"]
+        raise InstoreError(f"xrdcp {url} failed (exit {proc.returncode}): {lines[-1]}",
+                           "check that the source exists and the server answers")  # fmt: skip
 
 
 def _engine(opts: ReadOptions, url: str) -> EngineResult:
