@@ -104,6 +104,15 @@ def test_calibration_file_is_read() -> None:
     assert limits.read_iops == 150.0
     assert from_calibration(None).throughput("posix") is None
     assert from_calibration({"rtt_ms": 25}).source == "calibration without usable limits"
+    assert from_calibration({"rtt_ms": 25}).describe().startswith("No usable limits")
+    told = from_calibration({"fio": {"seq_read_mb_per_s": 78.8, "rand_read_iops": 150.2},
+                             "protocols": {"xrootd": {"mb_per_s": 112.6}}}).describe()  # fmt: skip
+    assert (
+        told
+        == "Calibrated limits: 78.8 MB/s disk (fio sequential), 113 MB/s xrootd, 150 random-read IOPS".replace(
+            "78.8", "79"
+        )
+    )
 
 
 def test_jobfill_advice_follows_the_floor(stats: pd.DataFrame) -> None:

@@ -52,7 +52,7 @@ def header(view: SiteView, section: str) -> None:
     show.heading(f"{view.site}: {TITLES.get(section, section)}", 1)
     cond = view.conditions()
     described = str(cond.get("description") or view.site).rstrip(". ")
-    show.note(f"{described}. Limits: {view.limits.source}.")
+    show.note(f"{described}. {view.limits.describe()}.")
 
 
 # --- layout -------------------------------------------------------------------------------

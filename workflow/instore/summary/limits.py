@@ -20,6 +20,15 @@ class Limits:
     read_iops: float | None = None
     source: str = "uncalibrated"
 
+    def describe(self) -> str:
+        """One sentence for a report header: the limits each figure is measured against."""
+        if not self.mb_per_s and not self.read_iops:
+            return "No usable limits: the site was not calibrated or its calibration holds none"
+        rates = [f"{rate:.0f} MB/s {'disk (fio sequential)' if name == 'fio' else name}"
+                 for name, rate in sorted(self.mb_per_s.items())]  # fmt: skip
+        iops = [f"{self.read_iops:.0f} random-read IOPS"] if self.read_iops else []
+        return "Calibrated limits: " + ", ".join(rates + iops)
+
     def throughput(self, protocol: str) -> float | None:
         """The protocol's own limit, else the storage's sequential (fio) limit."""
         return self.mb_per_s.get(protocol, self.mb_per_s.get("fio"))
