@@ -110,7 +110,6 @@ def test_calibration_file_is_read() -> None:
     assert told == (
         "Calibrated limits: 79 MB/s disk (fio sequential), 113 MB/s xrootd, 150 random-read IOPS"
     )
-    )
 
 
 def test_jobfill_advice_follows_the_floor(stats: pd.DataFrame) -> None:
