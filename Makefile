@@ -30,7 +30,7 @@ venv: $(STAMP)  ## create the virtual environment from the lock
 setup: system venv  ## everything a run needs
 
 test: setup  ## set up, then run the whole test suite (unit, integration, e2e)
-	$(BIN)/python -m pytest -v --timeout=900
+	$(BIN)/python -m pytest -v --timeout=900 --durations=25
 
 test-unit: venv  ## unit tests only (no root, no servers)
 	$(BIN)/python -m pytest -v tests/unit

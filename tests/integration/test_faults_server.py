@@ -57,10 +57,12 @@ def study_file(tmp_path: Path, profile: dict) -> Path:
     return path
 
 
-# Four repetitions of one point over root:// (uproot: a job takes 2-3 s here, well inside the
-# time-out); retries and back-off as a site that expects faults would set them.
+# Repetitions of one point over root:// (uproot: a job takes 2-3 s here, well inside the
+# time-out): the fault hits the second, the third shows the sweep recovered. Retries and
+# back-off as a site that expects faults would set them.
+POINTS = 3
 FAULT_PROFILE = {
-    "repetitions": 4,
+    "repetitions": POINTS,
     "timeout_s": TIMEOUT_S,
     "retries": 3,
     "backoff_s": 1.0,
@@ -152,9 +154,9 @@ def test_xrootd_killed_mid_point(env: dict[str, Path]) -> None:
         env, {**FAULT_PROFILE, "retries": 1}, lambda: faults.kill_server(attach(SITE))
     )
     assert code == 1, err
-    assert "measured 4 point(s)" in out and "1 with failed jobs" in out, out
+    assert f"measured {POINTS} point(s)" in out and "1 with failed jobs" in out, out
     assert "1 site repair(s)" in out and "xrootd had exited: restarted it" in err
-    assert table["point_key"].nunique() == 4 and len(table) == 4, "every point kept, once"
+    assert table["point_key"].nunique() == POINTS == len(table), "every point kept, once"
     hit = table.iloc[1]
     assert hit["status"] == "failed" and hit["attempts"] == 2, "one retry, as configured"
     assert len(hit["attempt_errors"]) == 2 and hit["error"]
@@ -166,8 +168,8 @@ def test_xrootd_killed_mid_point(env: dict[str, Path]) -> None:
 
 def _assert_survived_a_timeout(code: int, out: str, err: str, table: pd.DataFrame) -> None:
     assert code == 0, err
-    assert "measured 4 point(s)" in out and "0 with failed jobs" in out, out
-    assert (table["status"] == "ok").all() and len(table) == 4
+    assert f"measured {POINTS} point(s)" in out and "0 with failed jobs" in out, out
+    assert (table["status"] == "ok").all() and len(table) == POINTS
     hit = table.iloc[1]
     assert hit["attempts"] >= 2, "the first attempt could not finish while the fault lasted"
     assert len(hit["attempt_errors"]) == hit["attempts"] - 1, "each failed attempt's error kept"
