@@ -63,9 +63,7 @@ class EmulatedLive(LiveSite):
         pids = self.state.pids()
         if not running(pids.get("xrootd", 0), "xrootd"):
             reap(pids.get("xrootd", 0))
-            server = xrootd.start(names)
-            self.state.record_pid("xrootd", server.pid)
-            xrootd.wait_ready(names, server)
+            _start_server(names, self.state)
             repaired.append("xrootd had exited: restarted it")
         if "delay" in pids and not running(pids["delay"], delay.MODULE):
             reap(pids["delay"])
@@ -145,12 +143,16 @@ def _build(cfg: SiteConfig, names: SiteNames, state: SiteState, files: list[Path
     state.record("readahead_kb", cfg.disk.readahead_kb)
     blkio.create(names.cgroup, disk.major_minor(loop), cfg.disk.read_iops, cfg.disk.read_mbps)
     state.record("files", disk.put_files(names, files))
-    server = xrootd.start(names)
-    state.record_pid("xrootd", server.pid)
-    xrootd.wait_ready(names, server)
+    _start_server(names, state)
     _add_latency(cfg, names, state)
     if "fuse" in cfg.protocols:
         state.record_pid("xrootdfs", fuse.mount(names).pid)
+
+
+def _start_server(names: SiteNames, state: SiteState) -> None:
+    server = xrootd.start(names)
+    state.record_pid("xrootd", server.pid)
+    xrootd.wait_ready(names, server)
 
 
 def _add_latency(cfg: SiteConfig, names: SiteNames, state: SiteState) -> None:

@@ -81,8 +81,11 @@ def files_for(point: Point, replicas: int) -> list[str]:
 class Plan:
     todo: list[tuple[Point, str]]  # (point, key) still to measure
     keys: set[str]  # every point of the study's sections: what the tables show
-    already: int
     files: list[Path]  # the input files the points to measure need
+
+    @property
+    def already(self) -> int:
+        return len(self.keys) - len(self.todo)
 
 
 def plan(opts: SweepOptions, site: str) -> Plan:
@@ -106,7 +109,7 @@ def plan(opts: SweepOptions, site: str) -> Plan:
             f"{len(missing)} input file(s) missing, e.g. {missing[0]}",
             f"run: instore generate --size-mb {f.size_mb} --replicas {f.replicas} --seed {f.seed} --cluster-mb {f.cluster_mb} --out {opts.data}",
         )
-    return Plan(todo, keys, len(keys) - len(todo), paths)
+    return Plan(todo, keys, paths)
 
 
 def skip_reason(point: Point, live: LiveSite, workers: int) -> str | None:
