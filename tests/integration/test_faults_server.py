@@ -175,6 +175,7 @@ def _assert_survived_a_timeout(code: int, out: str, err: str, table: pd.DataFram
     assert len(hit["attempt_errors"]) == hit["attempts"] - 1, "each failed attempt's error kept"
     assert f"timed out after {TIMEOUT_S}" in hit["attempt_errors"][0]
     assert (table.drop(index=1)["attempts"] == 1).all()
+    assert (table["disk_bytes_read"] >= table["bytes_needed"]).all(), "each cold point hit the disk"
 
 
 def test_link_down_mid_point_times_out_and_retries(env: dict[str, Path]) -> None:

@@ -132,9 +132,18 @@ def test_every_protocol_serves_the_same_bytes(site: EmulatedLive, blob: Path, tm
         assert response.status == 206 and response.read() == expected[100:200]
 
 
-def read(site: EmulatedLive, proto: str, file: str, engine: str, cache_mb: int, scratch: Path):
+def read(
+    site: EmulatedLive,
+    proto: str,
+    file: str,
+    engine: str,
+    cache_mb: int,
+    scratch: Path,
+    extra: tuple[str, ...] = (),
+):
     """One payload job as the sweep runs it: a separate process with the site's job env."""
     cmd = [*INSTORE, "read", site.url(proto, file), "--engine", engine, "--cache-mb", str(cache_mb)]
+    cmd += extra
     if proto == "stage-in":
         cmd += ["--stage-in", "xrdcp", "--scratch", str(scratch)]
     env = {**os.environ, **site.job_env()}
@@ -181,6 +190,53 @@ def test_readahead_and_conditions(site: EmulatedLive) -> None:
     assert int(out.stdout) == 2048
     assert cond["site"] == site.config.name and cond["kind"] == "emulated"
     site.set_block_readahead(site.config.disk.readahead_kb)
+
+
+def disk_read_by(site: EmulatedLive, block_kb: int, job) -> tuple[int, object]:
+    """Bytes the site's disk read while ``job()`` ran from a cold cache at a block readahead."""
+    site.set_block_readahead(block_kb)
+    site.drop_caches()
+    before = site.disk_bytes_read()
+    try:
+        out = job()
+    finally:
+        site.set_block_readahead(site.config.disk.readahead_kb)
+    return site.disk_bytes_read() - before, out
+
+
+def read_head(path: str, kb: int = 256, chunk: int = 4096) -> None:
+    """Read the first ``kb`` KiB in small sequential reads: the pattern readahead is for."""
+    with open(path, "rb", buffering=0) as f:
+        for _ in range(kb * 1024 // chunk):
+            f.read(chunk)
+
+
+@pytest.mark.parametrize("site", ["lan-hdd"], indirect=True)
+def test_disk_counter_sees_block_readahead_on_sequential_reads(site: EmulatedLive) -> None:
+    path = site.url("posix", BLOB)
+    small, _ = disk_read_by(site, 128, lambda: read_head(path))
+    large, _ = disk_read_by(site, 4096, lambda: read_head(path))
+    print(f"256 KiB read sequentially: the disk read {small} B at 128 KiB, {large} B at 4 MiB")
+    assert 256 * 1024 <= small < 1024 * 1024
+    assert large > 2 * small
+
+
+@pytest.mark.parametrize("site", ["lan-hdd"], indirect=True)
+def test_disk_counts_at_least_what_a_sparse_job_needs(
+    site: EmulatedLive, small_files: dict[str, Path], tmp_path: Path
+) -> None:
+    """A sparse job (10% of branches, cache off): the disk serves what it needs plus file
+    metadata, at the default and at a large block readahead (printed: the seeds' question)."""
+    name, sparse = small_files["ordered"].name, ("--branches", "fraction:0.1")
+    for block_kb in (128, 4096):
+        disk_read, record = disk_read_by(
+            site, block_kb, lambda: read(site, "posix", name, "root", 0, tmp_path, sparse)
+        )
+        needed = record["bytes_needed"]
+        print(
+            f"sparse job, block readahead {block_kb} KiB: needed {needed} B, disk read {disk_read} B"
+        )
+        assert needed <= disk_read < 2 * needed
 
 
 def crash_config(tmp_path: Path, suffix: str) -> Path:

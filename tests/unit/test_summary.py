@@ -175,3 +175,40 @@ def test_missing_results_name_the_sweep_to_run(tmp_path: Path) -> None:
     assert len(read_site(tmp_path, COLD, ["cache"])) == len(
         rows().query("site == @COLD and section == 'cache'")
     )
+
+
+def _with_block_readahead(
+    records: pd.DataFrame, block_kb: float, disk_per_needed: float
+) -> pd.DataFrame:
+    """The sparse readahead points as if measured at one block readahead, with the disk
+    having read ``disk_per_needed`` times what each point's jobs needed."""
+    part = _point(records, site=COLD, section="readahead").copy()
+    part = part[part["branches"] != "all"]
+    part["block_readahead_kb"] = block_kb
+    part["point_key"] = part["point_key"] + f"-{block_kb:g}"
+    needed = part.groupby("point_key")["bytes_needed"].transform("sum")
+    part["disk_bytes_read"] = (needed * disk_per_needed).round()
+    return part
+
+
+def test_disk_amplification_is_the_points_disk_bytes_over_its_jobs_needs(
+    records: pd.DataFrame,
+) -> None:
+    jobs = pd.concat(
+        [_with_block_readahead(records, 128, 1.5), _with_block_readahead(records, 4096, 9.0)]
+    )
+    stats = point_stats(jobs)
+    by_block = stats.groupby("block_readahead_kb")["disk_amplification_median"].median()
+    assert by_block[128] == pytest.approx(1.5, rel=1e-3)
+    assert by_block[4096] == pytest.approx(9.0, rel=1e-3)
+    advice = {r.section: r for r in recommend(stats)}["readahead"]
+    assert (
+        "the disk read 9.0x the bytes needed with a 4096 KB block readahead, 1.5x with 128 KB"
+        in advice.text
+    )
+
+
+def test_disk_amplification_is_unknown_where_the_disk_was_not_counted(stats: pd.DataFrame) -> None:
+    assert stats["disk_amplification_median"].isna().all()
+    advice = {r.section: r for r in recommend(stats)}["readahead"]
+    assert "disk read" not in advice.text

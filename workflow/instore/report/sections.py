@@ -201,7 +201,8 @@ def protocol_efficiency(view: SiteView) -> None:
 
 
 def readahead(view: SiteView) -> None:
-    """Throughput and bytes wasted against readahead size, full vs sparse reads."""
+    """Throughput, client bytes wasted and the disk's amplification against readahead size,
+    full vs sparse reads: the client reads baskets exactly, the disk's readahead may not."""
     import seaborn as sns
 
     if not _has(view, "readahead"):
@@ -209,11 +210,11 @@ def readahead(view: SiteView) -> None:
     rows = view.rows("readahead").dropna(subset=["readahead_kb"])
     rows = rows.assign(reads=rows["branches"].map(lambda b: "full" if b == "all" else f"sparse ({b})"),
                        block=rows["block_readahead_kb"].map(lambda v: "n/a" if pd.isna(v) else f"{v:g} KB"))  # fmt: skip
-    fig, axes = panels(2)
-    for ax, metric, label in (
-        (axes[0], "mb_per_s", "MB/s"),
-        (axes[1], "bytes_wasted", "bytes read but not needed"),
-    ):
+    shown = [("mb_per_s", "MB/s"), ("bytes_wasted", "bytes the client read but did not need")]
+    if rows["disk_amplification"].notna().any():
+        shown.append(("disk_amplification", "disk bytes read / bytes needed"))
+    fig, axes = panels(len(shown))
+    for ax, (metric, label) in zip(axes, shown, strict=True):
         sns.lineplot(data=rows, x="readahead_kb", y=metric, hue="reads", style="block", estimator="median",
                      errorbar=iqr(), marker="o", ax=ax)  # fmt: skip
         ax.set(xscale="log", xlabel="readahead (KB)", ylabel=label)
@@ -221,14 +222,16 @@ def readahead(view: SiteView) -> None:
     show.figure(
         fig,
         "readahead",
-        "Throughput and bytes wasted against readahead size, full and sparse reads.",
+        "Throughput, bytes wasted by the client and what the disk read per byte needed, against "
+        "readahead size, full and sparse reads.",
     )
 
 
 def readahead_table(view: SiteView) -> None:
     cols = {"branches": "branches", "readahead_kb": "readahead KB", "block_readahead_kb": "block KB",
             "mb_per_s_median": "MB/s", "mb_per_s_of_limit": "MB/s / limit", "wall_s_median": "wall (s)",
-            "bytes_wasted_median": "bytes wasted", "read_amplification_median": "amplification"}  # fmt: skip
+            "bytes_wasted_median": "bytes wasted", "read_amplification_median": "client ampl.",
+            "disk_amplification_median": "disk ampl."}  # fmt: skip
     points_table(view, "readahead", cols, ("MB/s / limit",))
 
 

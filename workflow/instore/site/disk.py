@@ -59,6 +59,13 @@ def readahead_kb(dev: str) -> int:
     return int(run(["blockdev", "--getra", dev]).stdout.strip()) // 2
 
 
+def bytes_read(dev: str) -> int:
+    """Bytes read from the device since it was attached: what the disk served, including
+    block readahead that no client asked for (/sys/block/*/stat counts 512-byte sectors)."""
+    fields = Path(f"/sys/block/{Path(dev).name}/stat").read_text().split()
+    return int(fields[2]) * 512
+
+
 def major_minor(dev: str) -> str:
     """The "MAJ:MIN" the blkio throttle files take."""
     rdev = os.stat(dev).st_rdev

@@ -50,6 +50,9 @@ class EmulatedLive(LiveSite):
         disk.set_readahead(self.state.data["loop"], kb)
         self.state.record("readahead_kb", kb)
 
+    def disk_bytes_read(self) -> int | None:
+        return disk.bytes_read(self.state.data["loop"])
+
     def job_env(self) -> dict[str, str]:
         return {"INSTORE_BLKIO_CGROUP": str(self.names.cgroup)}
 

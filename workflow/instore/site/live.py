@@ -54,6 +54,12 @@ class LiveSite(ABC):
     @abstractmethod
     def set_block_readahead(self, kb: int) -> None: ...
 
+    def disk_bytes_read(self) -> int | None:
+        """Bytes the site's disk has read so far, where they can be counted (None: they
+        cannot, e.g. a real site's disks). A point's difference shows what block readahead
+        reads beyond the client's requests."""
+        return None
+
     @abstractmethod
     def job_env(self) -> dict[str, str]: ...
 

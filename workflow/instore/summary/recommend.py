@@ -118,11 +118,24 @@ def _best_readahead(part: pd.DataFrame) -> tuple[str, float, float] | None:
     return label, float(best), float(wall.max())
 
 
+def _disk_waste(part: pd.DataFrame) -> tuple[float, float, float, float] | None:
+    """(block KB, disk amplification) at the most and at the least wasteful block readahead,
+    where the site's disk reads were counted."""
+    if "disk_amplification_median" not in part:
+        return None
+    amp = part.groupby("block_readahead_kb")["disk_amplification_median"].median().dropna()
+    if len(amp) < 2:
+        return None
+    return float(amp.idxmax()), float(amp.max()), float(amp.idxmin()), float(amp.min())
+
+
 def readahead(stats: pd.DataFrame) -> Recommendation | None:
-    """The readahead with the shortest wall time, for sparse and for full reads separately."""
+    """The readahead with the shortest wall time, for sparse and for full reads separately,
+    and what block readahead costs the disk on sparse reads."""
     part = _ok(stats, "readahead").dropna(subset=["readahead_kb"])
     full = _best_readahead(part[part["branches"] == "all"])
-    sparse = _best_readahead(part[part["branches"] != "all"])
+    sparse_part = part[part["branches"] != "all"]
+    sparse = _best_readahead(sparse_part)
     if full is None and sparse is None:
         return None
     phrases = [
@@ -131,7 +144,13 @@ def readahead(stats: pd.DataFrame) -> Recommendation | None:
         for what, best in (("sparse", sparse), ("full", full))
         if best is not None
     ]
-    evidence = {"sparse": sparse, "full": full}
+    waste = _disk_waste(sparse_part)
+    if waste is not None:
+        phrases.append(
+            f"on sparse reads the disk read {waste[1]:.1f}x the bytes needed with a "
+            f"{waste[0]:g} KB block readahead, {waste[3]:.1f}x with {waste[2]:g} KB"
+        )
+    evidence = {"sparse": sparse, "full": full, "sparse_disk_amplification": waste}
     text = "; ".join(phrases)
     return Recommendation(
         "readahead", text[0].upper() + text[1:] + ".", link("readahead"), evidence

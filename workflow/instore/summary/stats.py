@@ -16,17 +16,24 @@ from instore.summary.load import KNOBS, counter
 METRICS: tuple[str, ...] = (
     "cpu_efficiency", "event_rate_hz", "mb_per_s", "read_calls", "read_amplification",
     "wall_s", "bytes_read", "bytes_wasted", "read_rate_hz", "disk_s", "cache_bytes_effective",
-    "open_s",
+    "open_s", "disk_bytes_read", "disk_amplification",
 )  # fmt: skip
 GROUP: tuple[str, ...] = ("site", "section", *KNOBS)
 
 
 def with_derived(rows: pd.DataFrame) -> pd.DataFrame:
-    """Add per-job quantities the records imply: bytes wasted, read rate, disk time."""
+    """Add per-job quantities the records imply: bytes wasted, read rate, disk time, and the
+    disk's amplification (what the site's disk read for the whole point, block readahead
+    included, over what the point's jobs needed)."""
     out = rows.copy()
     out["bytes_wasted"] = out["bytes_read"] - out["bytes_needed"]
     out["read_rate_hz"] = out["read_calls"] / out["wall_s"].where(out["wall_s"] > 0)
     out["disk_s"] = counter(out, "perfstats_disk_s")
+    if "disk_bytes_read" not in out:  # real sites, and records from before it was counted
+        out["disk_bytes_read"] = np.nan
+    out["disk_bytes_read"] = pd.to_numeric(out["disk_bytes_read"], errors="coerce")
+    needed = out.groupby("point_key")["bytes_needed"].transform("sum")
+    out["disk_amplification"] = out["disk_bytes_read"] / needed.where(needed > 0)
     return out
 
 

@@ -279,6 +279,7 @@ def _run_point(
             point.block_readahead_kb if point.block_readahead_kb is not None else default_ra
         )
     live.drop_caches()
+    disk_before = live.disk_bytes_read()
     urls = [live.url(point.protocol, f) for f in files_for(point, opts.study.files.replicas)]
     access = access_for(
         urls,
@@ -318,4 +319,6 @@ def _run_point(
         for job in jobs
     ]
     records = client.gather(futures)
-    return [{**r, "measured_at": measured_at} for r in records]
+    disk_after = live.disk_bytes_read()
+    point_disk = None if disk_before is None or disk_after is None else disk_after - disk_before
+    return [{**r, "measured_at": measured_at, "disk_bytes_read": point_disk} for r in records]
