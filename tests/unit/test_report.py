@@ -144,3 +144,29 @@ def test_sections_draw_with_one_level_of_each_knob(
     figures = [m for m in shown if m.startswith("<figure")]
     assert len(figures) == 5
     assert all("base64," in f for f in figures)
+
+
+def test_a_section_the_site_could_not_run_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A site without posix (the WAN profile) has an empty readahead table: the page says
+    which protocols the site offers instead of drawing an empty figure."""
+    from instore.report import sections, show
+
+    records = rows().query("site == 'fixture-cold' and section == 'protocols'")
+    records = records[records["protocol"] != "posix"].copy()
+    offered = sorted(records["protocol"].unique())
+    conditions = {**json.loads(records["conditions"].iloc[0]), "protocols": offered}
+    records["conditions"] = json.dumps(conditions)
+    results = write_results(tmp_path, records)
+    records.iloc[:0].to_parquet(results / "fixture-cold" / "readahead.parquet", index=False)
+    write(results, "fixture-cold", *summarize(results, "fixture-cold"))
+    shown: list[str] = []
+    monkeypatch.setattr(show, "_display", shown.append)
+    sections.readahead(sections.SiteView.load("fixture-cold", results))
+    assert not any(m.startswith("<figure") for m in shown)
+    assert any(
+        f"No successful runs were recorded for readahead on fixture-cold (it offers {', '.join(offered)}"
+        in m
+        for m in shown
+    ), shown

@@ -28,7 +28,13 @@ def _has(view: SiteView, section: str) -> bool:
     """True when the section has successful rows; otherwise say so on the page."""
     if section in view.sections and len(view.points(section)):
         return True
-    show.note(f"No successful runs were recorded for {section} on {view.site}.")
+    offered = view.conditions().get("protocols")
+    why = (
+        f" (it offers {', '.join(offered)}; points over other protocols are skipped)"
+        if offered
+        else ""
+    )
+    show.note(f"No successful runs were recorded for {section} on {view.site}{why}.")
     return False
 
 

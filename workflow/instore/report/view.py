@@ -63,6 +63,10 @@ class SiteView:
 
     def conditions(self) -> dict[str, Any]:
         """The emulation and calibration the sweep recorded with the site's latest run."""
+        if not self.sections:
+            return {}
         rows = pd.concat([read_section(self.results, self.site, s) for s in self.sections])
+        if rows.empty or "start_time" not in rows:
+            return {}
         latest = rows.sort_values("start_time").iloc[-1]
         return json.loads(latest["conditions"]) if isinstance(latest["conditions"], str) else {}

@@ -26,7 +26,7 @@ from instore.container.measure import run_payload
 from instore.container.runtime import Runtime, Target
 from instore.errors import InstoreError
 from instore.payload.runner import CGROUP_ENV
-from instore.site import LiveSite, load_site, open_site
+from instore.site import LiveSite, SiteConfig, load_site, open_site
 from instore.study import Point, Study, expand
 from instore.sweep.cluster import ClusterSpec, cluster_client
 from instore.sweep.jobs import Job, run_job
@@ -112,11 +112,16 @@ def plan(opts: SweepOptions, site: str) -> Plan:
     return Plan(todo, keys, paths)
 
 
-def skip_reason(point: Point, live: LiveSite, workers: int) -> str | None:
-    if point.protocol not in live.protocols:
+def site_skip_reason(point: Point, site: SiteConfig) -> str | None:
+    """Why the site's file alone rules a point out (None: it can run there)."""
+    if point.protocol not in site.protocols:
         return f"site offers no {point.protocol}"
-    if point.block_readahead_kb is not None and not live.config.emulated:
+    if point.block_readahead_kb is not None and not site.emulated:
         return "block readahead is only set on emulated disks"
+    return None
+
+
+def cluster_skip_reason(point: Point, workers: int) -> str | None:
     if point.nodes > workers:
         return f"needs {point.nodes} nodes, the cluster has {workers}"
     return None
@@ -165,7 +170,13 @@ def run_site(opts: SweepOptions) -> SweepSummary:
     site = load_site(opts.site)
     summary = SweepSummary(site.name)
     planned = plan(opts, site.name)
-    summary.already, todo = planned.already, planned.todo
+    summary.already, todo = planned.already, []
+    for point, key in planned.todo:
+        reason = site_skip_reason(point, site)
+        if reason:  # known before the site is brought up: a section may need no site at all
+            summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
+        else:
+            todo.append((point, key))
     store = RecordStore(opts.results, site.name)
     if todo:
         opts.scratch.mkdir(parents=True, exist_ok=True)
@@ -216,7 +227,7 @@ def _measure(
     )
     for point, key in bar:
         bar.set_postfix_str(f"{point.section}: {point.label()}"[:80])
-        reason = skip_reason(point, live, len(workers))
+        reason = cluster_skip_reason(point, len(workers))
         if reason:
             summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
             continue

@@ -1,0 +1,54 @@
+"""Points a site's file rules out are skipped before anything is started: a section the WAN
+profile cannot run (posix only) costs no site bring-up and no Dask cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from instore.study import load_study
+from instore.sweep import runner
+
+from tests.conftest import write_real_site
+
+STUDY = {
+    "profile": "t",
+    "profiles": {
+        "t": {
+            "sites": ["local"],
+            "files": {"size_mb": 1, "replicas": 1, "seed": 1},
+            "sections": {"readahead": {"protocol": ["posix"], "block_readahead_kb": [128, 4096]}},
+        }
+    },
+}
+
+
+def _refuse(*_args: object, **_kwargs: object) -> None:
+    raise AssertionError("nothing should be started for points the site cannot run")
+
+
+def test_points_the_site_cannot_run_start_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
+    data = tmp_path / "files"
+    data.mkdir()
+    (data / "ordered-r0.root").write_bytes(b"")
+    site = write_real_site(tmp_path / "local.yaml", {"posix": f"{data}/{{file}}"})
+    monkeypatch.setattr(runner, "open_site", _refuse)
+    monkeypatch.setattr(runner, "cluster_client", _refuse)
+    opts = runner.SweepOptions(
+        study=load_study(tmp_path / "study.yaml"),
+        site=str(site),
+        sections=["readahead"],
+        data=data,
+        results=tmp_path / "results",
+        progress=False,
+    )
+    summary = runner.run_site(opts)
+    assert summary.measured == 0
+    assert summary.skipped == {"block readahead is only set on emulated disks": 2}
+    assert "0 point(s), 0 already measured, 2 skipped" in summary.line()
+    assert pd.read_parquet(summary.tables["readahead"]).empty
