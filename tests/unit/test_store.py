@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
-from instore.sweep.store import RecordStore
+from instore.sweep.store import RecordStore, failed_jobs
 
 
 def _rec(key: str, job: int, jobs: int, at: str, **extra: object) -> dict:
@@ -72,3 +72,13 @@ def test_append_after_a_torn_line_keeps_the_new_records(tmp_path: Path) -> None:
         f.write('{"point_key": "b", "jo')  # a write cut short by a full disk
     store.append([_rec("c", 0, 1, "t2")])
     assert store.done_keys() == {"a", "c"}
+
+
+def test_failed_jobs_counts_failures_and_reads_a_section_measured_nowhere(tmp_path: Path) -> None:
+    """A site that can run no point of a section (the WAN site has no posix) gets an empty
+    table that the end-of-study summary still reads."""
+    empty = RecordStore(tmp_path, "wan").write_tables(["layout"])["layout"]
+    assert failed_jobs(empty) == 0
+    store = RecordStore(tmp_path, "lan")
+    store.append([_rec("a", 0, 2, "t", status="ok"), _rec("a", 1, 2, "t", status="failed")])
+    assert failed_jobs(store.write_tables(["layout"])["layout"]) == 1

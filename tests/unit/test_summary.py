@@ -177,34 +177,32 @@ def test_missing_results_name_the_sweep_to_run(tmp_path: Path) -> None:
     )
 
 
-def _with_block_readahead(
-    records: pd.DataFrame, block_kb: float, disk_per_needed: float
-) -> pd.DataFrame:
-    """The sparse readahead points as if measured at one block readahead, with the disk
-    having read ``disk_per_needed`` times what each point's jobs needed."""
+def _with_block_readahead(records: pd.DataFrame, block_kb: float) -> pd.DataFrame:
+    """The sparse readahead points as if measured at one block readahead, the disk having read
+    what each point's jobs needed times a factor that grows with both readaheads."""
     part = _point(records, site=COLD, section="readahead").copy()
     part = part[part["branches"] != "all"]
     part["block_readahead_kb"] = block_kb
     part["point_key"] = part["point_key"] + f"-{block_kb:g}"
     needed = part.groupby("point_key")["bytes_needed"].transform("sum")
-    part["disk_bytes_read"] = (needed * disk_per_needed).round()
+    factor = (1.5 if block_kb < 1024 else 3.0) * (part["readahead_kb"] / 16) ** 0.5
+    part["disk_bytes_read"] = (needed * factor).round()
     return part
 
 
 def test_disk_amplification_is_the_points_disk_bytes_over_its_jobs_needs(
     records: pd.DataFrame,
 ) -> None:
-    jobs = pd.concat(
-        [_with_block_readahead(records, 128, 1.5), _with_block_readahead(records, 4096, 9.0)]
-    )
-    stats = point_stats(jobs)
-    by_block = stats.groupby("block_readahead_kb")["disk_amplification_median"].median()
-    assert by_block[128] == pytest.approx(1.5, rel=1e-3)
-    assert by_block[4096] == pytest.approx(9.0, rel=1e-3)
-    advice = {r.section: r for r in recommend(stats)}["readahead"]
+    jobs = pd.concat([_with_block_readahead(records, 128), _with_block_readahead(records, 4096)])
+    assert set(jobs["readahead_kb"]) == {16, 1024}
+    stats = point_stats(jobs).set_index(["readahead_kb", "block_readahead_kb"])
+    amp = stats["disk_amplification_median"]
+    assert amp[(16, 128)] == pytest.approx(1.5, rel=1e-3)
+    assert amp[(1024, 4096)] == pytest.approx(24.0, rel=1e-3)
+    advice = {r.section: r for r in recommend(stats.reset_index())}["readahead"]
     assert (
-        "the disk read 9.0x the bytes needed with a 4096 KB block readahead, 1.5x with 128 KB"
-        in advice.text
+        "the disk read 24.0x the bytes needed at a readahead of 1024 KB (block device 4096 KB), "
+        "1.5x at 16 KB (block device 128 KB)" in advice.text
     )
 
 

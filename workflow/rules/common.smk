@@ -63,14 +63,10 @@ def run_instore(cmd, log_path, ok=(0,)):
 
 def study_summary_line():
     """The last line of a successful run: where the report is, and how many jobs failed."""
-    failed = 0
-    for site in SITES:
-        for section in SECTIONS_RUN:
-            path = Path(RESULTS) / site / f"{section}.parquet"
-            if path.is_file():
-                import pandas as pd
+    from instore.sweep.store import failed_jobs
 
-                failed += int((pd.read_parquet(path, columns=["status"])["status"] != "ok").sum())
+    tables = [Path(RESULTS) / site / f"{section}.parquet" for site in SITES for section in SECTIONS_RUN]
+    failed = sum(failed_jobs(path) for path in tables if path.is_file())
     note = f" ({failed} failed jobs are listed in it)" if failed else ""
     return f"instore: study done; the report is {Path(REPORTS, 'index.html').resolve()}{note}"
 

@@ -113,20 +113,31 @@ def _best_readahead(part: pd.DataFrame) -> tuple[str, float, float] | None:
     ].median()
     if len(wall) < 2:
         return None
-    (ra, block), best = wall.idxmin(), wall.min()
-    label = f"{ra:g} KB" + ("" if pd.isna(block) else f" (block device {block:g} KB)")
-    return label, float(best), float(wall.max())
+    return _setting(*wall.idxmin()), float(wall.min()), float(wall.max())
 
 
-def _disk_waste(part: pd.DataFrame) -> tuple[float, float, float, float] | None:
-    """(block KB, disk amplification) at the most and at the least wasteful block readahead,
-    where the site's disk reads were counted."""
+def _setting(readahead_kb: float, block_kb: float) -> str:
+    return f"{readahead_kb:g} KB" + (
+        "" if pd.isna(block_kb) else f" (block device {block_kb:g} KB)"
+    )
+
+
+def _disk_waste(part: pd.DataFrame) -> tuple[str, float, str, float] | None:
+    """(setting, disk amplification) at the most and at the least wasteful readahead setting,
+    where the site's disk reads were counted: the bytes a readahead reads that the job's own
+    counters never see."""
     if "disk_amplification_median" not in part:
         return None
-    amp = part.groupby("block_readahead_kb")["disk_amplification_median"].median().dropna()
+    amp = (
+        part.groupby(["readahead_kb", "block_readahead_kb"], dropna=False)[
+            "disk_amplification_median"
+        ]
+        .median()
+        .dropna()
+    )
     if len(amp) < 2:
         return None
-    return float(amp.idxmax()), float(amp.max()), float(amp.idxmin()), float(amp.min())
+    return _setting(*amp.idxmax()), float(amp.max()), _setting(*amp.idxmin()), float(amp.min())
 
 
 def readahead(stats: pd.DataFrame) -> Recommendation | None:
@@ -147,8 +158,8 @@ def readahead(stats: pd.DataFrame) -> Recommendation | None:
     waste = _disk_waste(sparse_part)
     if waste is not None:
         phrases.append(
-            f"on sparse reads the disk read {waste[1]:.1f}x the bytes needed with a "
-            f"{waste[0]:g} KB block readahead, {waste[3]:.1f}x with {waste[2]:g} KB"
+            f"but on sparse reads the disk read {waste[1]:.1f}x the bytes needed at a readahead "
+            f"of {waste[0]}, {waste[3]:.1f}x at {waste[2]}"
         )
     evidence = {"sparse": sparse, "full": full, "sparse_disk_amplification": waste}
     text = "; ".join(phrases)

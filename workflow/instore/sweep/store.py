@@ -88,9 +88,19 @@ class RecordStore:
         return written
 
 
+# The columns even an empty table has, so readers can select them without a special case.
+EMPTY_COLUMNS = ("point_key", "section", "measured_at", "jobs", "job", "status")
+
+
+def failed_jobs(table: Path) -> int:
+    """Jobs recorded as failed in one section table (0 for a section measured nowhere)."""
+    status = pd.read_parquet(table, columns=["status"])["status"]
+    return int((status != "ok").sum())
+
+
 def _complete(records: list[dict[str, Any]]) -> pd.DataFrame:
     if not records:
-        return pd.DataFrame(columns=["point_key", "section", "measured_at", "jobs"])
+        return pd.DataFrame(columns=list(EMPTY_COLUMNS))
     df = pd.DataFrame.from_records(records)
     for col in NESTED:
         if col in df:
