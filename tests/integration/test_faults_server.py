@@ -215,8 +215,11 @@ def test_64_concurrent_jobs_against_one_site(env: dict[str, Path]) -> None:
 
 
 def test_ctrl_c_mid_point_leaves_nothing(env: dict[str, Path]) -> None:
-    """SIGINT as from Ctrl-C while jobs run: site, Dask workers and jobs all gone."""
-    sweep = start_sweep(env, study_file(env["tmp"], FAULT_PROFILE))
+    """SIGINT as from Ctrl-C while jobs run: site, Dask workers and jobs all gone. Points
+    enough that the sweep is still measuring when the signal lands (with 3 short points it
+    could finish first and be tearing down, when Ctrl-C is deliberately ignored)."""
+    profile = {**FAULT_PROFILE, "repetitions": 10}
+    sweep = start_sweep(env, study_file(env["tmp"], profile))
     try:
         wait_for_second_point(sweep, env["results"])
         ours = psutil.Process(sweep.pid).children(recursive=True)
