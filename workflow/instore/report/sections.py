@@ -216,13 +216,14 @@ def readahead(view: SiteView) -> None:
     rows = view.rows("readahead").dropna(subset=["readahead_kb"])
     rows = rows.assign(reads=rows["branches"].map(lambda b: "full" if b == "all" else f"sparse ({b})"),
                        block=rows["block_readahead_kb"].map(lambda v: "n/a" if pd.isna(v) else f"{v:g} KB"))  # fmt: skip
-    shown = [("mb_per_s", "MB/s"), ("bytes_wasted", "bytes the client read but did not need")]
+    rows["kb_wasted"] = rows["bytes_wasted"] / 1e3
+    shown = [("mb_per_s", "MB/s"), ("kb_wasted", "KB the client read, not needed")]
     if rows["disk_amplification"].notna().any():
-        shown.append(("disk_amplification", "disk bytes read / bytes needed"))
+        shown.append(("disk_amplification", "disk bytes / bytes needed"))
     fig, axes = panels(len(shown))
     for ax, (metric, label) in zip(axes, shown, strict=True):
         sns.lineplot(data=rows, x="readahead_kb", y=metric, hue="reads", style="block", estimator="median",
-                     errorbar=iqr(), marker="o", ax=ax)  # fmt: skip
+                     errorbar=iqr(), marker="o", ax=ax, legend=ax is axes[-1])  # fmt: skip
         ax.set(xscale="log", xlabel="readahead (KB)", ylabel=label)
     limit_line(axes[0], view.limits.throughput("posix"), "calibrated MB/s")
     show.figure(

@@ -27,6 +27,7 @@ def figure_html(fig: Any, key: str, caption: str) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
+    fig.tight_layout()  # panels side by side: keep each one's tick labels off its neighbour
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
     data = base64.b64encode(buf.getvalue()).decode()
