@@ -210,3 +210,18 @@ def test_disk_amplification_is_unknown_where_the_disk_was_not_counted(stats: pd.
     assert stats["disk_amplification_median"].isna().all()
     advice = {r.section: r for r in recommend(stats)}["readahead"]
     assert "disk read" not in advice.text
+
+
+def test_jobfill_advice_per_workload_when_the_grid_has_several(stats: pd.DataFrame) -> None:
+    """Light jobs (no CPU per event) starved by the storage get their own advice, apart from
+    CPU-heavy ones on the same node."""
+    heavy = _point(stats, section="jobfill")
+    assert set(heavy["cpu_us"]) == {200.0}
+    light = heavy.assign(cpu_us=0.0, cpu_efficiency_median=heavy["cpu_efficiency_median"] * 0.2)
+    floor = float(heavy["cpu_efficiency_median"].min()) - 0.01
+    advice = jobfill(pd.concat([heavy, light]), floor)
+    assert advice.text.startswith(
+        f"With 0 us of CPU per event, even one job per node runs under {floor:.0%}"
+    )
+    assert f"; with 200 us of CPU per event, up to {int(heavy['fill'].max())} jobs" in advice.text
+    assert set(advice.evidence["efficiency_by_fill"]) == {"0.0", "200.0"}

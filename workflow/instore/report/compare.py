@@ -90,10 +90,10 @@ def jobfill_compare(rows: pd.DataFrame) -> None:
         return
     stats = point_stats(part)
     table = stats.pivot_table(
-        index="fill", columns="site", values="cpu_efficiency_median", aggfunc="min"
+        index=["cpu_us", "fill"], columns="site", values="cpu_efficiency_median", aggfunc="min"
     )
     table.columns.name = None
-    show.table(table.reset_index(), "Worst per-job CPU efficiency per jobs per node, by site",
+    show.table(table.reset_index(), "Worst per-job CPU efficiency per CPU per event (us) and jobs per node, by site",
                percent=tuple(table.columns))  # fmt: skip
 
 

@@ -250,7 +250,7 @@ def jobfill_table(view: SiteView) -> None:
     if not _has(view, "jobfill"):
         return
     pts = view.points("jobfill")
-    keys = ["fill", "layout", "protocol", "fixed_time_s"]
+    keys = ["fill", "cpu_us", "cache", "layout", "protocol", "fixed_time_s"]
     cols = {"cpu_efficiency_median": "CPU eff. per job", "event_rate_hz_median": "events/s per job",
             "aggregate_event_rate_hz": "events/s all jobs", "event_rate_of_limit": "per job / limit",
             "wall_s_median": "wall (s)"}  # fmt: skip
@@ -259,22 +259,30 @@ def jobfill_table(view: SiteView) -> None:
                ("CPU eff. per job", "per job / limit"))  # fmt: skip
 
 
+def _with_workload(frame: pd.DataFrame) -> pd.DataFrame:
+    """A ``workload`` column naming what each job does: protocol and CPU per event."""
+    labels = [
+        f"{p}, {c:g} us CPU/event" for p, c in zip(frame["protocol"], frame["cpu_us"], strict=True)
+    ]
+    return frame.assign(workload=labels)
+
+
 def jobfill(view: SiteView) -> None:
     import seaborn as sns
 
     if not _has(view, "jobfill"):
         return
-    rows = view.rows("jobfill")
-    pts = view.points("jobfill")
+    rows = _with_workload(view.rows("jobfill"))
+    pts = _with_workload(view.points("jobfill"))
     fig, axes = panels(2)
-    sns.boxplot(data=rows, x="fill", y="cpu_efficiency", hue="protocol", ax=axes[0])
+    sns.boxplot(data=rows, x="fill", y="cpu_efficiency", hue="workload", ax=axes[0])
     axes[0].set(xlabel="concurrent jobs per node", ylabel="CPU efficiency per job", ylim=(0, 1.05))
     sns.lineplot(
         data=pts,
         x="fill",
         y="aggregate_event_rate_hz",
-        hue="protocol",
-        style="layout",
+        hue="workload",
+        style="cache",
         marker="o",
         ax=axes[1],
     )

@@ -168,26 +168,47 @@ def readahead(stats: pd.DataFrame) -> Recommendation | None:
     )
 
 
-def jobfill(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendation | None:
-    """The most jobs per node whose every job still keeps a median efficiency above ``floor``."""
-    part = _ok(stats, "jobfill")
-    eff = part.groupby("fill")["cpu_efficiency_median"].min().sort_index()
-    if len(eff) < 2:
-        return None
+def _fill_phrase(eff: pd.Series, floor: float) -> str:
+    """How many jobs per node keep every job's median efficiency at or above ``floor``."""
     good = eff[eff >= floor]
     if good.empty:
-        text = f"Even one job per node runs under {floor:.0%} CPU efficiency ({eff.iloc[0]:.0%})."
-    elif len(good) == len(eff):
-        text = f"Up to {eff.index[-1]} jobs per node (the most measured) keep CPU efficiency at or above {floor:.0%} ({eff.iloc[-1]:.0%})."
-    else:
-        k = int(good.index.max())
-        after = eff[eff.index > k]
-        text = (
-            f"Run at most {k} job{'s' if k > 1 else ''} per node: at {int(after.index[0])} jobs CPU efficiency drops "
-            f"to {after.iloc[0]:.0%}, under {floor:.0%}."
+        return f"even one job per node runs under {floor:.0%} CPU efficiency ({eff.iloc[0]:.0%})"
+    if len(good) == len(eff):
+        return (
+            f"up to {eff.index[-1]} jobs per node (the most measured) keep CPU efficiency at "
+            f"or above {floor:.0%} ({eff.iloc[-1]:.0%})"
         )
-    evidence = {"efficiency_by_fill": {int(k): float(v) for k, v in eff.items()}, "floor": floor}
-    return Recommendation("jobfill", text, link("jobfill"), evidence)
+    k = int(good.index.max())
+    after = eff[eff.index > k]
+    return (
+        f"run at most {k} job{'s' if k > 1 else ''} per node: at {int(after.index[0])} jobs CPU "
+        f"efficiency drops to {after.iloc[0]:.0%}, under {floor:.0%}"
+    )
+
+
+def jobfill(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendation | None:
+    """The most jobs per node whose every job still keeps a median efficiency above ``floor``,
+    per workload (CPU per event) when the grid has several: CPU-heavy jobs hide the storage
+    that light ones are starved by."""
+    part = _ok(stats, "jobfill")
+    workloads = sorted(part["cpu_us"].dropna().unique()) if "cpu_us" in part else []
+    groups = (
+        [(w, part[part["cpu_us"] == w]) for w in workloads]
+        if len(workloads) > 1
+        else [(None, part)]
+    )
+    phrases, evidence = [], {"floor": floor, "efficiency_by_fill": {}}
+    for cpu_us, rows in groups:
+        eff = rows.groupby("fill")["cpu_efficiency_median"].min().sort_index()
+        if len(eff) < 2:
+            continue
+        prefix = "" if cpu_us is None else f"with {cpu_us:g} us of CPU per event, "
+        phrases.append(prefix + _fill_phrase(eff, floor))
+        evidence["efficiency_by_fill"][str(cpu_us)] = {int(k): float(v) for k, v in eff.items()}
+    if not phrases:
+        return None
+    text = "; ".join(phrases)
+    return Recommendation("jobfill", text[0].upper() + text[1:] + ".", link("jobfill"), evidence)
 
 
 def recommend(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> list[Recommendation]:
