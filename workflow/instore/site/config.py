@@ -75,6 +75,14 @@ class SiteConfig:
     def emulated(self) -> bool:
         return self.kind == "emulated"
 
+    def rules_out(self, protocol: str, block_readahead_kb: int | None) -> str | None:
+        """Why this site cannot run a point with these knobs (None: it can)."""
+        if protocol not in self.protocols:
+            return f"site offers no {protocol}"
+        if block_readahead_kb is not None and not self.emulated:
+            return "block readahead is only set on emulated disks"
+        return None
+
 
 @cache
 def _schema() -> dict[str, Any]:

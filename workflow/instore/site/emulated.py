@@ -46,7 +46,10 @@ class EmulatedLive(LiveSite):
         os.sync()
         Path("/proc/sys/vm/drop_caches").write_text("3\n")
 
-    def set_block_readahead(self, kb: int) -> None:
+    def set_block_readahead(self, kb: int | None) -> None:
+        if kb is None:
+            assert self.config.disk
+            kb = self.config.disk.readahead_kb
         disk.set_readahead(self.state.data["loop"], kb)
         self.state.record("readahead_kb", kb)
 

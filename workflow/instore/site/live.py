@@ -52,7 +52,8 @@ class LiveSite(ABC):
     def drop_caches(self) -> None: ...
 
     @abstractmethod
-    def set_block_readahead(self, kb: int) -> None: ...
+    def set_block_readahead(self, kb: int | None) -> None:
+        """Set the storage disk's block readahead for the next point (None: the site's own)."""
 
     def disk_bytes_read(self) -> int | None:
         """Bytes the site's disk has read so far, where they can be counted (None: they

@@ -97,7 +97,9 @@ class RealLive(LiveSite):
             for name in self.files:
                 _fadvise_dontneed(Path(self._url(proto, name)))
 
-    def set_block_readahead(self, kb: int) -> None:
+    def set_block_readahead(self, kb: int | None) -> None:
+        if kb is None:  # the site's own setting: nothing to put back
+            return
         raise InstoreError(
             f"site {self.config.name} is real: its block devices are not ours to tune",
             "leave block readahead out of the sweep for real sites",

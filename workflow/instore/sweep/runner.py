@@ -114,11 +114,7 @@ def plan(opts: SweepOptions, site: str) -> Plan:
 
 def site_skip_reason(point: Point, site: SiteConfig) -> str | None:
     """Why the site's file alone rules a point out (None: it can run there)."""
-    if point.protocol not in site.protocols:
-        return f"site offers no {point.protocol}"
-    if point.block_readahead_kb is not None and not site.emulated:
-        return "block readahead is only set on emulated disks"
-    return None
+    return site.rules_out(point.protocol, point.block_readahead_kb)
 
 
 def cluster_skip_reason(point: Point, workers: int) -> str | None:
@@ -216,7 +212,6 @@ def _measure(
             target, access_for([], live.job_env(), opts.data, opts.scratch, False, True), runs=3
         ).median_s
     align_s = _warm_up(opts, live, target, todo[0][0])
-    default_ra = getattr(getattr(live.config, "disk", None), "readahead_kb", None)
     bar = tqdm(
         todo,
         desc=live.config.name,
@@ -236,13 +231,13 @@ def _measure(
             log.warning("%s: before point %s: %s", live.config.name, point.label(), line)
         summary.repairs += repaired
         records = _run_point(
-            opts, live, client, workers, target, startup, point, key, default_ra, align_s
+            opts, live, client, workers, target, startup, point, key, align_s
         )
         base = {
             "point_key": key,
             "jobs": point.jobs,
             "site": live.config.name,
-            "site_kind": "emulated" if live.config.emulated else "real",
+            "site_kind": live.config.kind,
             "site_profile": getattr(live.config, "profile", None),
             "conditions": conditions,
             "repaired_before": "; ".join(repaired) or None,
@@ -282,13 +277,9 @@ def _run_point(
     startup: float | None,
     point: Point,
     key: str,
-    default_ra: int | None,
     align_s: float,
 ) -> list[dict[str, Any]]:
-    if live.config.emulated:
-        live.set_block_readahead(
-            point.block_readahead_kb if point.block_readahead_kb is not None else default_ra
-        )
+    live.set_block_readahead(point.block_readahead_kb)
     live.drop_caches()
     disk_before = live.disk_bytes_read()
     urls = [live.url(point.protocol, f) for f in files_for(point, opts.study.files.replicas)]
