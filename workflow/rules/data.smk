@@ -1,6 +1,8 @@
 # The generated ROOT files: every layout the study's grids use, `replicas` of each.
 from dataclasses import asdict
 
+from instore.study.files import replica_names
+
 
 def _layouts():
     used = {lay for grid in STUDY.sections.values() for lay in grid.get("layout", ["ordered"])}
@@ -8,7 +10,7 @@ def _layouts():
 
 
 LAYOUTS = _layouts()
-FILES = [f"{DATA}/{lay}-r{r}.root" for lay in LAYOUTS for r in range(STUDY.files.replicas)]
+FILES = [f"{DATA}/{name}" for name in replica_names(LAYOUTS, STUDY.files.replicas)]
 
 
 rule generate_files:

@@ -21,6 +21,7 @@ from pathlib import Path
 from instore import __version__
 from instore.errors import InstoreError
 from instore.rootenv import declare, root_version
+from instore.study.files import replica_name
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ class FileSpec:
 
     @property
     def filename(self) -> str:
-        return f"{self.layout}-r{self.replica}.root"
+        return replica_name(self.layout, self.replica)
 
 
 def _fill(path: Path, spec: FileSpec, n_events: int, cluster_bytes: int) -> int:

@@ -28,6 +28,7 @@ from instore.errors import InstoreError
 from instore.payload.runner import CGROUP_ENV
 from instore.site import LiveSite, SiteConfig, load_site, open_site
 from instore.study import Point, Study, expand
+from instore.study.files import replica_name
 from instore.sweep.cluster import ClusterSpec, cluster_client
 from instore.sweep.jobs import Job, run_job
 from instore.sweep.store import RecordStore
@@ -68,13 +69,9 @@ class SweepSummary:
         return line + (f", {len(self.repairs)} site repair(s)" if self.repairs else "")
 
 
-def file_name(layout: str, replica: int) -> str:
-    return f"{layout}-r{replica}.root"
-
-
 def files_for(point: Point, replicas: int) -> list[str]:
     """Job j reads replica j: concurrent jobs read different files (wrapping if too few)."""
-    return [file_name(point.layout, j % replicas) for j in range(point.jobs)]
+    return [replica_name(point.layout, j % replicas) for j in range(point.jobs)]
 
 
 @dataclass
@@ -252,7 +249,7 @@ def _warm_up(opts: SweepOptions, live: LiveSite, target: Target, point: Point) -
     """Run one short job first: it warms the payload's start-up (bytecode, JIT caches) and tells
     how long start-up takes, so concurrent jobs can be told when to start measuring together."""
     url = live.url(
-        "posix" if "posix" in live.protocols else live.protocols[0], file_name(point.layout, 0)
+        "posix" if "posix" in live.protocols else live.protocols[0], replica_name(point.layout, 0)
     )
     access = access_for([url], live.job_env(), opts.data, opts.scratch, False, in_container(target))
     argv = ["instore", "read", url, "--tree", opts.study.tree, "--entries", "0.01"]
