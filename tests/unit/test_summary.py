@@ -225,3 +225,27 @@ def test_jobfill_advice_per_workload_when_the_grid_has_several(stats: pd.DataFra
     )
     assert f"; with 200 us of CPU per event, up to {int(heavy['fill'].max())} jobs" in advice.text
     assert set(advice.evidence["efficiency_by_fill"]) == {"0.0", "200.0"}
+
+
+def test_no_cache_size_is_recommended_when_none_is_good_on_every_layout(
+    stats: pd.DataFrame,
+) -> None:
+    """Each layout has its own best cache, and each is over 10% slower on the other layout:
+    the advice names no size and says why (it used to raise IndexError in summarize)."""
+    split = pd.DataFrame(
+        {
+            "section": "cache", "jobs_ok": 3, "protocol": "posix", "engine": "root",
+            "layout": ["ordered", "ordered", "unordered", "unordered"],
+            "cache": ["off", "8 MB", "off", "8 MB"],
+            "wall_s_median": [1.0, 2.0, 4.0, 2.0],  # off best ordered, 8 MB best unordered
+            "cache_bytes_effective_median": [0, 8e6, 0, 8e6],
+            "read_calls_median": [900.0, 20.0, 900.0, 20.0],
+        }
+    )  # fmt: skip
+    advice = cache(split)
+    assert advice is not None and advice.evidence["chosen"] is None
+    assert advice.text.startswith("No single TTreeCache size is recommended")
+    assert "100% slower" in advice.text  # off (or 8 MB) takes twice the best wall time
+    study = pd.concat([stats[stats["section"] != "cache"], split], ignore_index=True)
+    found = {r.section: r for r in recommend(study)}
+    assert found["cache"].text == advice.text

@@ -61,6 +61,20 @@ def _cache_choice(part: pd.DataFrame) -> pd.DataFrame:
     return per_cache.sort_values("size")
 
 
+def _no_cache_fits(choice: pd.DataFrame) -> Recommendation:
+    """No size is good enough everywhere: say so, and how close the nearest one comes, rather
+    than pick a size that is slow on some layout."""
+    nearest = choice["slowdown"].idxmin()
+    text = (
+        f"No single TTreeCache size is recommended: none keeps wall time within "
+        f"{WALL_TOLERANCE:.0%} of the best setting on every layout measured (the closest, "
+        f"{nearest}, is {choice.loc[nearest, 'slowdown'] - 1:.0%} slower on one of them); "
+        "the best size depends on the layout."
+    )
+    evidence = {"chosen": None, "nearest": nearest, "slowdown": choice["slowdown"].to_dict()}
+    return Recommendation("cache", text, link("cache_reads"), evidence)
+
+
 def cache(stats: pd.DataFrame) -> Recommendation | None:
     """The smallest TTreeCache within WALL_TOLERANCE of the best wall time on every layout."""
     part = _ok(stats, "cache")
@@ -68,6 +82,8 @@ def cache(stats: pd.DataFrame) -> Recommendation | None:
     if len(choice) < 2:
         return None
     good = choice[choice["slowdown"] <= 1 + WALL_TOLERANCE]
+    if good.empty:
+        return _no_cache_fits(choice)
     pick = good.index[0]
     off = choice.iloc[0]
     size_mb = choice.loc[pick, "size"] / 1e6
