@@ -8,6 +8,11 @@
 #   sites=[a,b]    measure these sites (config/sites/<name>.yaml) instead of the profile's
 #   runtime=NAME   where jobs run: auto (default), podman, apptainer, none (the host venv)
 #   calibrate=BOOL measure each site's physical limits first (default true)
+# A misspelt key or a bad value stops the run at once (workflow/schemas/config.schema.json).
+
+from snakemake.utils import min_version
+
+min_version("9.27")  # the version envs/requirements.lock pins
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/containers.smk"

@@ -77,6 +77,24 @@ def test_real_site_must_not_carry_emulation(tmp_path: Path) -> None:
     assert "remove the fields" in error_of(tmp_path, data)
 
 
+def test_emulated_site_must_not_carry_endpoints(tmp_path: Path) -> None:
+    text = error_of(tmp_path, emulated(endpoints={"posix": "/data/{file}"}))
+    assert "real sites take endpoints" in text and "remove the fields" in text
+
+
+def test_kind_hint_does_not_replace_the_missing_field_fix(tmp_path: Path) -> None:
+    """The emulated/real hint belongs to the forbidden fields only, not to missing ones."""
+    data = emulated()
+    del data["network"]
+    text = error_of(tmp_path, data)
+    assert "network" in text and "add the missing field" in text
+
+
+def test_unknown_field_is_named_with_a_guess(tmp_path: Path) -> None:
+    text = error_of(tmp_path, emulated(protocol=["posix"]))
+    assert "field protocol:" in text and "did you mean protocols?" in text
+
+
 def test_endpoint_without_file_placeholder_is_refused(tmp_path: Path) -> None:
     data = {"name": "r", "kind": "real", "workers": {"nodes": 1, "cores": 1},
             "endpoints": {"xrootd": "root://host:1094//data/"}}  # fmt: skip

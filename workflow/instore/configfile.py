@@ -1,12 +1,15 @@
-"""Reading the project's YAML files: parse, validate against a JSON schema, fail in one line.
+"""Reading the project's configuration: parse, validate against a JSON schema, fail in one line.
 
-Every config file (the study, each site) goes through here, so a malformed file always gets
-the same kind of answer: the file, the field, what is wrong, and what to do.
+Every config source (the study file, each site file, the Snakemake ``--config`` keys) goes
+through here, so a mistake always gets the same kind of answer: where, the field, what is
+wrong, and what to do. This is the only place that parses YAML.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,9 @@ from instore.errors import InstoreError
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS_DIR = REPO_ROOT / "workflow" / "schemas"
 CONFIG_DIR = REPO_ROOT / "config"
+# A schema may say what to do about a violation of the keywords beside it (e.g. a "not"
+# whose meaning only the schema's author can phrase); it wins over the generic fix.
+FIX_KEYWORD = "x-fix"
 
 
 @cache
@@ -26,10 +32,14 @@ def schema(name: str) -> dict[str, Any]:
     return json.loads((SCHEMAS_DIR / f"{name}.schema.json").read_text())
 
 
-def read_yaml(path: Path) -> Any:
-    """Parse a YAML file; a missing file or bad syntax is one line with the line number."""
+def read_yaml(path: Path, what: str = "file", missing_fix: str = "check the path") -> Any:
+    """Parse a YAML file; a missing file or bad syntax is one line with the line number.
+
+    ``what`` names the kind of file and ``missing_fix`` the way out when it is absent (a site
+    file lists the known sites), so each caller keeps its own helpful phrasing.
+    """
     if not path.is_file():
-        raise InstoreError(f"{path}: no such file", "check the path")
+        raise InstoreError(f"{path}: no such {what}", missing_fix)
     try:
         return yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
@@ -38,13 +48,41 @@ def read_yaml(path: Path) -> Any:
         raise InstoreError(f"{path}:{line} is not valid YAML", "fix the YAML syntax") from err
 
 
+def unexpected_keys(error: jsonschema.ValidationError) -> list[str]:
+    """The keys an ``additionalProperties: false`` refused (jsonschema only says it in prose)."""
+    if not isinstance(error.instance, dict):
+        return []
+    known = error.schema.get("properties", {})
+    patterns = [re.compile(p) for p in error.schema.get("patternProperties", {})]
+    return [
+        str(key)
+        for key in error.instance
+        if key not in known and not any(p.search(str(key)) for p in patterns)
+    ]
+
+
+def _unknown_key_fix(error: jsonschema.ValidationError) -> str:
+    known = sorted(error.schema.get("properties", {}))
+    guesses = [
+        f"did you mean {close[0]}?"
+        for key in unexpected_keys(error)
+        if (close := difflib.get_close_matches(key, known, n=1))
+    ]
+    listed = f" (known: {', '.join(known)})" if known else ""
+    return "; ".join(["remove or correct the unknown field", *guesses]) + listed
+
+
 def fix_for(error: jsonschema.ValidationError, schema_name: str) -> str:
     """Turn a schema violation into something the user can do."""
+    if isinstance(error.schema, dict) and FIX_KEYWORD in error.schema:
+        return str(error.schema[FIX_KEYWORD])
     kind, value = error.validator, error.validator_value
+    if kind == "additionalProperties":
+        return _unknown_key_fix(error)
     fixes = {
         "required": f"add the missing field (see workflow/schemas/{schema_name}.schema.json)",
         "enum": f"use one of {', '.join(map(str, value)) if isinstance(value, list) else value}",
-        "additionalProperties": "remove or correct the unknown field",
+        "not": "remove the fields the schema forbids here",
         "pattern": f"make it match {value}",
         "type": f"give a value of type {value}",
         "minimum": f"give a value of at least {value}",
@@ -56,15 +94,18 @@ def fix_for(error: jsonschema.ValidationError, schema_name: str) -> str:
 
 
 def where(error: jsonschema.ValidationError) -> str:
+    """The dotted field; for an unknown key, the key itself rather than its parent."""
     parts = [str(p) for p in error.absolute_path]
+    if error.validator == "additionalProperties":
+        parts += unexpected_keys(error)[:1]
     return ".".join(parts) if parts else "(top level)"
 
 
-def validate(data: Any, schema_name: str, path: Path) -> None:
-    """Raise one InstoreError for the most relevant schema violation, naming file and field."""
+def validate(data: Any, schema_name: str, source: Path | str) -> None:
+    """Raise one InstoreError for the most relevant schema violation, naming source and field."""
     validator = jsonschema.Draft202012Validator(schema(schema_name))
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is not None:
         raise InstoreError(
-            f"{path}: field {where(error)}: {error.message}", fix_for(error, schema_name)
+            f"{source}: field {where(error)}: {error.message}", fix_for(error, schema_name)
         )

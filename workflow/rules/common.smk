@@ -1,5 +1,6 @@
-# Validate the configuration once, before any rule runs: the study file against
-# workflow/schemas/study.schema.json and every site file against site.schema.json.
+# Validate the configuration once, before any rule runs: the --config keys against
+# workflow/schemas/config.schema.json, the study file against study.schema.json and every
+# site file against site.schema.json (instore.study.config.load_run).
 import json
 import os
 import subprocess
@@ -8,37 +9,22 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from instore.errors import InstoreError
-from instore.site.config import load_site, site_path
-from instore.study import SECTIONS, load_study
-from instore.study.config import DEFAULT_STUDY
+from instore.site.config import site_path
+from instore.study import SECTIONS
+from instore.study.config import load_run
 
 
-def _sites_option(value):
-    """`--config sites=[a,b]` arrives as a list; `sites=a,b` as a string."""
-    if value is None or isinstance(value, list):
-        return value
-    return [s.strip() for s in str(value).split(",") if s.strip()]
-
-
-def _flag(value, default):
-    if value is None:
-        return default
-    return str(value).lower() in ("1", "true", "yes", "on")
-
-
-STUDY_FILE = Path(config.get("study", DEFAULT_STUDY))
 try:
-    STUDY = load_study(
-        STUDY_FILE,
-        {"profile": config.get("profile"), "sites": _sites_option(config.get("sites"))},
-    )
-    SITE_CONFIGS = {name: load_site(name) for name in STUDY.sites}
+    RUN = load_run(config)
 except InstoreError as err:
     raise WorkflowError(f"instore: {err}")
 
+STUDY_FILE = RUN.options.study
+STUDY = RUN.study
+SITE_CONFIGS = RUN.sites
 SITES = list(STUDY.sites)
 SECTIONS_RUN = [s for s in SECTIONS if s in STUDY.sections]
-CALIBRATE = _flag(config.get("calibrate"), True)
+CALIBRATE = RUN.options.calibrate
 RESULTS = "results"
 REPORTS = "reports"
 DATA = "data/files"

@@ -4,9 +4,7 @@
 from instore.container import image as payload_image
 from instore.container.runtime import Runtime, select_runtime
 
-RUNTIME = select_runtime(
-    config.get("runtime", os.environ.get("INSTORE_CONTAINER_RUNTIME", "auto"))
-).runtime
+RUNTIME = select_runtime(RUN.options.runtime).runtime
 PROJECT = payload_image.find_project(Path(workflow.basedir))
 IMAGE_RECORD = str(PROJECT.record_path)
 

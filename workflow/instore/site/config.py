@@ -6,21 +6,29 @@ error instead of a half-built emulated site.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import yaml
-
+from instore.configfile import CONFIG_DIR, REPO_ROOT, read_yaml, validate
 from instore.errors import InstoreError
 
+# REPO_ROOT is re-exported: results live under it (instore.site.live).
+__all__ = [
+    "PROTOCOLS",
+    "REPO_ROOT",
+    "SITES_DIR",
+    "Calibration",
+    "Disk",
+    "Network",
+    "SiteConfig",
+    "known_sites",
+    "load_site",
+    "site_path",
+]
+
 PROTOCOLS: tuple[str, ...] = ("posix", "stage-in", "xrootd", "http", "fuse")
-REPO_ROOT = Path(__file__).resolve().parents[3]
-SITES_DIR = REPO_ROOT / "config" / "sites"
-SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "site.schema.json"
+SITES_DIR = CONFIG_DIR / "sites"
 
 
 @dataclass(frozen=True)
@@ -84,11 +92,6 @@ class SiteConfig:
         return None
 
 
-@cache
-def _schema() -> dict[str, Any]:
-    return json.loads(SCHEMA_PATH.read_text())
-
-
 def site_path(name_or_path: str | Path) -> Path:
     """A bare name means ``config/sites/<name>.yaml``; anything with a slash or suffix is a path."""
     text = str(name_or_path)
@@ -97,51 +100,14 @@ def site_path(name_or_path: str | Path) -> Path:
     return SITES_DIR / f"{text}.yaml"
 
 
-def _fix_for(error: jsonschema.ValidationError) -> str:
-    """Turn a schema violation into something the user can do."""
-    kind = error.validator
-    if kind == "required":
-        return "add the missing field (see workflow/schemas/site.schema.json)"
-    if kind == "enum":
-        return f"use one of {', '.join(map(str, error.validator_value))}"
-    if kind == "additionalProperties":
-        return "remove or correct the unknown field"
-    if kind == "not":
-        return (
-            "emulated sites take network, disk and protocols; real sites take endpoints: "
-            "remove the fields that do not belong to this kind"
-        )
-    if kind == "pattern":
-        return f"make it match {error.validator_value}"
-    return f"fix the value ({kind} {error.validator_value!r})"
+def known_sites() -> list[str]:
+    """The shipped site names, for the error that says a site does not exist."""
+    return sorted(p.stem for p in SITES_DIR.glob("*.yaml"))
 
 
-def _where(error: jsonschema.ValidationError) -> str:
-    parts = [str(p) for p in error.absolute_path]
-    return ".".join(parts) if parts else "(top level)"
-
-
-def validate(data: Any, path: Path) -> None:
-    """Raise one InstoreError for the most relevant schema violation, naming file and field."""
-    validator = jsonschema.Draft202012Validator(_schema())
-    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
-    if error is None:
-        return
-    raise InstoreError(f"{path}: field {_where(error)}: {error.message}", _fix_for(error))
-
-
-def _read_yaml(path: Path) -> Any:
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in SITES_DIR.glob("*.yaml")))
-        raise InstoreError(
-            f"{path}: no such site file", f"pass a path to a site YAML or one of: {known}"
-        )
-    try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark else ""
-        raise InstoreError(f"{path}:{line} is not valid YAML", "fix the YAML syntax") from err
+def _read(path: Path) -> Any:
+    known = ", ".join(known_sites())
+    return read_yaml(path, "site file", f"pass a path to a site YAML or one of: {known}")
 
 
 def _build(data: dict[str, Any], path: Path) -> SiteConfig:
@@ -186,8 +152,8 @@ def _check_consistency(cfg: SiteConfig) -> None:
 def load_site(name_or_path: str | Path) -> SiteConfig:
     """Load and validate a site by name (``config/sites/<name>.yaml``) or by path."""
     path = site_path(name_or_path)
-    data = _read_yaml(path)
-    validate(data, path)
+    data = _read(path)
+    validate(data, "site", path)
     cfg = _build(data, path)
     _check_consistency(cfg)
     return cfg

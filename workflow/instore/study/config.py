@@ -1,17 +1,23 @@
-"""Load and validate config/study.yaml, resolved to one profile."""
+"""Load and validate config/study.yaml, resolved to one profile, and a run's --config keys."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from instore.configfile import CONFIG_DIR, read_yaml, validate
 from instore.errors import InstoreError
 
+if TYPE_CHECKING:
+    from instore.site.config import SiteConfig
+
 SECTIONS = ("layout", "cache", "protocols", "readahead", "jobfill")
 DEFAULT_STUDY = CONFIG_DIR / "study.yaml"
+RUNTIME_ENV = "INSTORE_CONTAINER_RUNTIME"
+TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
 
 
 @dataclass(frozen=True)
@@ -61,3 +67,58 @@ def load_study(path: Path = DEFAULT_STUDY, overrides: Mapping[str, Any] | None =
         backoff_s=float(prof.get("backoff_s", 2.0)),
         sections=prof["sections"],
     )
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The Snakemake ``--config`` keys of one run, validated (config.schema.json)."""
+
+    study: Path = DEFAULT_STUDY
+    profile: str | None = None
+    sites: tuple[str, ...] | None = None
+    runtime: str = "auto"
+    calibrate: bool = True
+
+
+@dataclass(frozen=True)
+class Run:
+    """Everything a workflow run is configured with, checked before any rule runs."""
+
+    options: RunOptions
+    study: Study
+    sites: Mapping[str, SiteConfig]
+
+
+def _normalized(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Undo the command line's shapes: ``key=`` (None) is unset; ``sites=a,b`` is a list."""
+    data = {k: v for k, v in config.items() if v is not None}
+    if isinstance(data.get("sites"), str):
+        data["sites"] = [s.strip() for s in data["sites"].split(",") if s.strip()]
+    return data
+
+
+def run_options(config: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> RunOptions:
+    """Validate the ``--config`` keys: a misspelt key or a value like ``ture`` is an error."""
+    data = _normalized(config)
+    validate(data, "config", "--config")
+    sites = data.get("sites")
+    return RunOptions(
+        study=Path(data.get("study", DEFAULT_STUDY)),
+        profile=data.get("profile"),
+        sites=tuple(sites) if sites else None,
+        # The environment's choice is checked where it is used (select_runtime names it).
+        runtime=data.get("runtime") or environ.get(RUNTIME_ENV) or "auto",
+        calibrate=str(data.get("calibrate", True)).lower() in TRUE_WORDS,
+    )
+
+
+def load_run(config: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> Run:
+    """The options, the study they select and every site it measures, all validated."""
+    # Imported here: the site package is large, and the study package is imported by its
+    # lower layers (the file generator), which must not pull in every site module.
+    from instore.site.config import load_site
+
+    options = run_options(config, environ)
+    sites = list(options.sites) if options.sites else None  # the schema's arrays are lists
+    study = load_study(options.study, {"profile": options.profile, "sites": sites})
+    return Run(options, study, {name: load_site(name) for name in study.sites})
