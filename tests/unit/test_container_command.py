@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from instore.container import command
+from instore.container import command, image
 from instore.container.runtime import Access, Bind
 from instore.errors import InstoreError
 
@@ -18,10 +18,40 @@ def parse(*argv: str) -> argparse.Namespace:
     return parser.parse_args(["container", *argv])
 
 
-def test_each_action_has_its_function():
-    for action in ("build", "status", "run"):
-        args = parse(action) if action != "run" else parse("run", "--", "true")
-        assert callable(args.func)
+def test_build_hands_base_and_force_to_the_builder_and_prints_its_record(monkeypatch, capsys):
+    project = image.Project(Path("/nowhere"))
+    calls = []
+    monkeypatch.setattr(image, "find_project", lambda: project)
+    monkeypatch.setattr(image, "build", lambda *a, **kw: calls.append((a, kw)) or {"image": "x"})
+    args = parse("build", "--force", "--base", "docker.io/library/debian:bookworm")
+    assert args.func(args) == 0
+    assert calls == [((project,), {"base": "docker.io/library/debian:bookworm", "force": True})]
+    assert json.loads(capsys.readouterr().out) == {"image": "x"}
+
+
+def test_status_says_a_package_edit_needs_a_rebuild(tmp_path, monkeypatch, capsys):
+    for name, text in {"containers/Containerfile": "FROM base\n", "envs/requirements.lock": "",
+                       "pyproject.toml": "[project]\n", "workflow/instore/a.py": ""}.items():  # fmt: skip
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    project = image.Project(tmp_path)
+    project.build_dir.mkdir(parents=True)
+    record = {"image": "localhost/instore-payload:x", "content_hash": image.current_hash(project)}
+    project.record_path.write_text(json.dumps(record))
+    monkeypatch.setattr(image, "find_project", lambda: project)
+    monkeypatch.setattr(image, "image_exists", lambda store, ref: True)
+    monkeypatch.setattr(command.shutil, "which", lambda name: f"/usr/bin/{name}")
+
+    def status() -> dict:
+        args = parse("status", "--runtime", "none")
+        assert args.func(args) == 0
+        return json.loads(capsys.readouterr().out)
+
+    assert status()["rebuild_needed"] is None
+    (tmp_path / "README.md").write_text("an edit outside the image\n")
+    assert status()["rebuild_needed"] is None
+    (tmp_path / "workflow/instore/a.py").write_text("x = 1\n")
+    assert status()["rebuild_needed"] == "recipe, lock or package sources changed"
 
 
 def test_run_keeps_the_payload_arguments_after_the_separator():

@@ -17,7 +17,7 @@ def project(tmp_path: Path) -> image.Project:
     files = {
         "containers/Containerfile": "FROM base\n",
         "envs/requirements.lock": "root==0.1a12\n",
-        "pyproject.toml": "[project]\nname='instore'\n",
+        "pyproject.toml": "[project]\nname='instore'\n\n[tool.ruff]\nline-length = 100\n",
         "README.md": "readme\n",
         "workflow/instore/__init__.py": "",
         "workflow/instore/cpp/payload.cxx": "int main() {}\n",
@@ -29,7 +29,7 @@ def project(tmp_path: Path) -> image.Project:
 
 
 def current_hash(project: image.Project) -> str:
-    return image.content_hash(image.context_files(project), image.base_spec(None))
+    return image.current_hash(project)
 
 
 def write_current_record(project: image.Project, **extra: str) -> dict:
@@ -54,7 +54,7 @@ def test_context_holds_recipe_lock_and_package_but_no_byproducts(project):
     (root / "workflow/instore.egg-info/PKG-INFO").write_text("x")
     (root / "notebooks").mkdir()
     (root / "notebooks/a.ipynb").write_text("{}")
-    assert sorted(image.context_files(project)) == [
+    assert sorted(image.context(project)) == [
         "README.md",
         "containers/Containerfile",
         "envs/requirements.lock",
@@ -62,6 +62,8 @@ def test_context_holds_recipe_lock_and_package_but_no_byproducts(project):
         "workflow/instore/__init__.py",
         "workflow/instore/cpp/payload.cxx",
     ]
+    assert image.context(project)["README.md"] == image.README_STAND_IN
+    assert b"tool.ruff" not in image.context(project)["pyproject.toml"]
 
 
 @pytest.mark.parametrize(
@@ -76,8 +78,7 @@ def test_hash_changes_with_recipe_lock_or_package(project, changed):
 
 def test_hash_changes_with_a_new_package_file_and_with_the_base(project):
     before = current_hash(project)
-    files = image.context_files(project)
-    assert image.content_hash(files, "docker.io/library/debian:bookworm") != before
+    assert image.current_hash(project, "docker.io/library/debian:bookworm") != before
     (project.root / "workflow/instore/new.py").write_text("")
     assert current_hash(project) != before
 
@@ -91,12 +92,39 @@ def test_hash_ignores_notebooks_and_bytecode(project):
     assert current_hash(project) == before
 
 
-def test_hash_separates_name_from_content(tmp_path):
-    (tmp_path / "a").write_text("bc")
-    (tmp_path / "ab").write_text("c")
-    assert image.content_hash({"a": tmp_path / "a"}, "") != image.content_hash(
-        {"ab": tmp_path / "ab"}, ""
-    )
+def test_hash_separates_name_from_content():
+    assert image.content_hash({"a": b"bc"}, "") != image.content_hash({"ab": b"c"}, "")
+
+
+@pytest.mark.parametrize(
+    ("changed", "text"),
+    [
+        ("README.md", "a new paragraph\n"),
+        ("notebooks/cache.ipynb", "{}"),
+        ("tests/unit/test_x.py", "def test_x(): pass\n"),
+        ("pyproject.toml", "[project]\nname='instore'\n\n[tool.ruff]\nline-length = 90\n"),
+    ],
+)
+def test_edits_outside_the_image_leave_its_hash(project, changed, text):
+    """A README, notebook, test or linter-setting edit must not rebuild the image (and so
+    rerun every sweep table, summary and notebook)."""
+    before = current_hash(project)
+    (project.root / changed).parent.mkdir(parents=True, exist_ok=True)
+    (project.root / changed).write_text(text)
+    assert current_hash(project) == before
+
+
+@pytest.mark.parametrize(
+    ("changed", "text"),
+    [
+        ("workflow/instore/__init__.py", "__version__ = '0.2'\n"),
+        ("pyproject.toml", "[project]\nname='instore'\nversion='0.2'\n"),
+    ],
+)
+def test_package_source_or_metadata_edits_change_its_hash(project, changed, text):
+    before = current_hash(project)
+    (project.root / changed).write_text(text)
+    assert current_hash(project) != before
 
 
 def test_rebuild_reasons():
@@ -167,12 +195,14 @@ def test_build_args_mount_the_ca_bundle_read_only(project, tmp_path, monkeypatch
 
 
 def test_stage_context_copies_exactly_the_hashed_files(project, tmp_path):
-    files = image.context_files(project)
+    files = image.context(project)
     dest = tmp_path / "ctx"
     (dest / "stale").mkdir(parents=True)
     image.stage_context(files, dest)
-    staged = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
-    assert staged == sorted(files)
+    staged = {
+        p.relative_to(dest).as_posix(): p.read_bytes() for p in dest.rglob("*") if p.is_file()
+    }
+    assert staged == files
 
 
 def test_missing_tools_give_one_line_errors(project, monkeypatch):

@@ -1,6 +1,6 @@
-# The payload image: rebuilt only when its recipe, lock or package sources change (the
-# container package hashes them); jobs then run in it. With runtime=none jobs use the host
-# venv and there is no image stage.
+# The payload image: rebuilt only when what goes into it changes (recipe, lock, package
+# sources; the container package hashes them, not the README, notebooks or tests); jobs then
+# run in it. With runtime=none jobs use the host venv and there is no image stage.
 from instore.container import image as payload_image
 from instore.container.runtime import Runtime, select_runtime
 
@@ -23,11 +23,10 @@ rule container_image:
     log:
         f"{LOGS}/container.log",
     params:
-        sif=RUNTIME is Runtime.APPTAINER,
-    run:
-        record = payload_image.build(PROJECT)
-        if params.sif:
-            record = payload_image.build_sif(PROJECT, record)
-        Path(log[0]).write_text(json.dumps(record, indent=2) + "\n")
-        # The image may have been current already (same content hash); mark it checked.
-        os.utime(output[0])
+        # The packaging part of pyproject.toml and the base are hashed, not inputs: a change
+        # to them changes this value, and Snakemake reruns the rule for it.
+        content=payload_image.current_hash(PROJECT),
+        sif="--sif" if RUNTIME is Runtime.APPTAINER else "",
+        project=str(PROJECT.root),
+    shell:
+        "INSTORE_PROJECT_DIR={params.project} instore container build {params.sif} > {log} 2>&1"

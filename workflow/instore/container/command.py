@@ -77,9 +77,7 @@ def _status(args: argparse.Namespace) -> int:
     project = image.find_project()
     choice = select_runtime(args.runtime)
     record = image.read_record(project)
-    current = image.content_hash(
-        image.context_files(project), (record or {}).get("base", image.base_spec(None))
-    )
+    current = image.current_hash(project, (record or {}).get("base"))
     present = (
         record is not None
         and shutil.which("podman") is not None

@@ -2,7 +2,8 @@
 
 No image registry is reachable on the study machines, so the base is a Debian root file system
 from the apt mirror. The image lives in the project's own podman storage (not the host's), is
-rebuilt only when the content hash of its inputs (recipe, lock, package sources, base) changes,
+rebuilt only when the content hash of what goes into it (recipe, lock, package sources, the
+packaging part of pyproject.toml, base) changes, not on a README, notebook or test edit,
 and its digest is recorded in ``build/container/payload.json`` for every run record to carry.
 """
 
@@ -12,10 +13,11 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +46,12 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 CA_IN_BUILD = "/run/instore-host-ca.crt"
 # Files of the package tree that are build by-products, not sources.
 IGNORED_PARTS = ("__pycache__", ".egg-info", ".pytest_cache")
+# The pyproject.toml tables ``pip install`` reads; the rest configures tests and linters.
+PACKAGING_TABLES = ("build-system", "project", "tool.setuptools")
+_TABLE_HEADER = re.compile(r"^\[{1,2}\s*([A-Za-z0-9_.-]+)\s*\]{1,2}\s*(#.*)?$")
+# The package metadata names README.md; the image gets this instead of the real one, so
+# editing the README does not rebuild the image (and rerun every sweep and report).
+README_STAND_IN = b"instore payload image: the README is in the instore repository.\n"
 
 
 @dataclass(frozen=True)
@@ -110,12 +118,11 @@ def find_project(start: Path | None = None) -> Project:
 
 
 def context_files(project: Project) -> dict[str, Path]:
-    """Every file the image is built from, by its path in the build context."""
+    """The files the Containerfile copies as they are (recipe, lock, package sources), by
+    their path in the build context: an edit to any of them can change the image."""
     files = {
         "containers/Containerfile": project.containerfile,
         "envs/requirements.lock": project.root / "envs" / "requirements.lock",
-        "pyproject.toml": project.root / "pyproject.toml",
-        "README.md": project.root / "README.md",
     }
     package = project.root / "workflow" / "instore"
     for path in sorted(_package_sources(package)):
@@ -130,14 +137,41 @@ def _package_sources(package: Path) -> Iterator[Path]:
             yield path
 
 
-def content_hash(files: dict[str, Path], base: str) -> str:
+def packaging_metadata(pyproject: Path) -> bytes:
+    """pyproject.toml without the tables pip never reads (pytest, ruff settings), so a change
+    to how the project is tested or linted leaves the image as it is."""
+    kept, keep = [], True
+    for line in pyproject.read_text().splitlines(keepends=True):
+        header = _TABLE_HEADER.match(line)
+        if header:
+            keep = header.group(1).startswith(PACKAGING_TABLES)
+        if keep:
+            kept.append(line)
+    return "".join(kept).encode()
+
+
+def context(project: Project) -> dict[str, bytes]:
+    """Everything the build context holds, by path: the copied files, the packaging part of
+    pyproject.toml and a fixed stand-in for the README the package metadata names."""
+    out = {name: path.read_bytes() for name, path in context_files(project).items()}
+    out["pyproject.toml"] = packaging_metadata(project.root / "pyproject.toml")
+    out["README.md"] = README_STAND_IN
+    return out
+
+
+def content_hash(files: Mapping[str, bytes], base: str) -> str:
     """sha256 over the base and each file's name and bytes: equal hash, equal image inputs."""
     digest = hashlib.sha256(f"base\0{base}\0".encode())
     for name in sorted(files):
-        data = files[name].read_bytes()
+        data = files[name]
         digest.update(f"{name}\0{len(data)}\0".encode())
         digest.update(data)
     return digest.hexdigest()
+
+
+def current_hash(project: Project, base: str | None = None) -> str:
+    """The content hash of the image this checkout would build on ``base``."""
+    return content_hash(context(project), base or base_spec(None))
 
 
 def rebuild_reason(record: dict | None, current_hash: str, image_present: bool) -> str | None:
@@ -248,13 +282,13 @@ def host_ca_bundle() -> Path | None:
     return None
 
 
-def stage_context(files: dict[str, Path], dest: Path) -> None:
-    """Copy exactly the hashed files into a fresh context dir, so nothing else reaches the build."""
+def stage_context(files: Mapping[str, bytes], dest: Path) -> None:
+    """Write exactly the hashed files into a fresh context dir, so nothing else reaches the build."""
     shutil.rmtree(dest, ignore_errors=True)
-    for name, source in files.items():
+    for name, data in files.items():
         target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target)
+        target.write_bytes(data)
 
 
 def build_args(project: Project, base_ref: str, tag: str, pull: bool) -> list[str]:
@@ -295,7 +329,7 @@ def build(project: Project, *, base: str | None = None, force: bool = False) -> 
     project.build_dir.mkdir(parents=True, exist_ok=True)
     store = project.store()
     spec = base_spec(base)
-    files = context_files(project)
+    files = context(project)
     current = content_hash(files, spec)
     record = read_record(project)
     present = record is not None and image_exists(store, record.get("image", ""))
@@ -310,7 +344,7 @@ def build(project: Project, *, base: str | None = None, force: bool = False) -> 
 def _build(
     project: Project,
     store: PodmanStore,
-    files: dict[str, Path],
+    files: Mapping[str, bytes],
     current: str,
     spec: str,
     base: str | None,
@@ -401,7 +435,7 @@ def target_for(runtime: Runtime, project: Project | None = None) -> Target:
     record = read_record(project)
     if record is None:
         raise InstoreError("no payload image has been built", "run: instore container build")
-    current = content_hash(context_files(project), record.get("base", base_spec(None)))
+    current = current_hash(project, record.get("base"))
     if record.get("content_hash") != current:
         raise InstoreError(
             "the payload image is older than the recipe, lock or package sources",
