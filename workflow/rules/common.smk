@@ -1,6 +1,6 @@
-# Validate the configuration once, before any rule runs: the --config keys against
-# workflow/schemas/config.schema.json, the study file against study.schema.json and every
-# site file against site.schema.json (instore.study.config.load_run).
+# Validate the configuration once, before any job starts (instore.study.config.load_run):
+# the --config keys against workflow/schemas/config.schema.json, the study file against
+# study.schema.json and every site file against site.schema.json.
 import json
 import os
 import subprocess
