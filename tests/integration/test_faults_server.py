@@ -23,9 +23,9 @@ import pandas as pd
 import psutil
 import pytest
 import yaml
-from instore.site import faults, load_site
-from instore.site.emulated import attach, existing, teardown
-from instore.site.names import SiteNames
+from instore.site import load_site
+from instore.site.emulated import attach, existing, faults, teardown
+from instore.site.emulated.names import SiteNames
 
 pytestmark = [
     pytest.mark.integration,

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from instore.site import SiteConfig, load_site, open_site
 from instore.site.calibrate import fio
-from instore.site.delay import measure_rtt_ms
 from instore.site.emulated import EmulatedLive, existing, teardown
-from instore.site.names import SiteNames
-from instore.site.system import in_netns
+from instore.site.emulated.delay import measure_rtt_ms
+from instore.site.emulated.names import SiteNames
+from instore.site.emulated.system import in_netns
 
 pytestmark = [
     pytest.mark.integration,

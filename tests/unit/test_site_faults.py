@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from instore.cli import main
 from instore.errors import InstoreError
-from instore.site import faults
-from instore.site.netns import link_is_up
+from instore.site.emulated import faults
+from instore.site.emulated.netns import link_is_up
 from instore.site.real import RealLive
 from instore.sweep.runner import SweepSummary
 

@@ -17,4 +17,4 @@ rule calibrate_site:
         f"{LOGS}/{{site}}/calibrate.log",
     threads: workflow.cores
     shell:
-        "instore site calibrate {wildcards.site} > {log} 2>&1"
+        "instore site calibrate {wildcards.site} --results {RESULTS} > {log} 2>&1"

@@ -1,10 +1,10 @@
 """Calibration: the physical limits of a site, measured, so every result can be shown as a
-fraction of what the storage could deliver. Stored as ``results/<site>/calibration.json``."""
+fraction of what the storage could deliver. Stored as ``<results>/<site>/calibration.json``
+(``instore.calibration``), in the results directory the caller names."""
 
 from __future__ import annotations
 
 import json
-import os
 import platform
 import socket
 import subprocess
@@ -14,15 +14,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from instore.calibration import write_calibration
 from instore.errors import InstoreError
-from instore.site import blkio
-from instore.site.delay import measure_rtt_ms
-from instore.site.emulated import EmulatedLive
-from instore.site.live import LiveSite, calibration_path
-from instore.site.system import run
-
-CALIBRATION_FILE = "instore-calibration.bin"
-FIO_MAX_MB = 256
+from instore.site.emulated import blkio
+from instore.site.emulated.delay import measure_rtt_ms
+from instore.site.emulated.system import run
+from instore.site.live import FioTarget, LiveSite
 
 
 def fio(directory: Path, rw: str, block: str, seconds: float, size_mb: int,
@@ -46,12 +43,12 @@ def fio(directory: Path, rw: str, block: str, seconds: float, size_mb: int,
     return {"mb_per_s": read["bw_bytes"] / 1e6, "iops": read["iops"]}
 
 
-def disk_limits(directory: Path, seconds: float, size_mb: int, cgroup: Path | None) -> dict:
+def disk_limits(target: FioTarget, seconds: float) -> dict:
     """Sequential 1 MiB and random 4 KiB direct reads."""
-    seq = fio(directory, "read", "1M", seconds, size_mb, cgroup)
-    rand = fio(directory, "randread", "4k", seconds, size_mb, cgroup)
+    seq = fio(target.directory, "read", "1M", seconds, target.size_mb, target.cgroup)
+    rand = fio(target.directory, "randread", "4k", seconds, target.size_mb, target.cgroup)
     return {
-        "directory": str(directory),
+        "directory": str(target.directory),
         "seconds": seconds,
         "seq_read_mb_per_s": seq["mb_per_s"],
         "rand_read_iops": rand["iops"],
@@ -74,7 +71,7 @@ def http_seconds(url: str) -> float:
 
 
 def whole_file(live: LiveSite, file: str, size: int) -> dict[str, dict[str, float]]:
-    """Whole-file copies through root:// and HTTP: cold (caches dropped, emulated sites)
+    """Whole-file copies through root:// and HTTP: cold (caches dropped, where the site can)
     and warm (second read: the network and server path alone)."""
     readers = {"xrootd": xrdcp_seconds, "http": http_seconds}
     out = {}
@@ -83,7 +80,7 @@ def whole_file(live: LiveSite, file: str, size: int) -> dict[str, dict[str, floa
             continue
         url = live.url(proto, file)
         entry: dict[str, float] = {"bytes": size}
-        if isinstance(live, EmulatedLive):
+        if live.can_read_cold:
             live.drop_caches()
             entry["cold_mb_per_s"] = size / reader(url) / 1e6
         entry["mb_per_s"] = size / reader(url) / 1e6
@@ -100,30 +97,11 @@ def _rtt(live: LiveSite) -> float | None:
     return None
 
 
-def _prepare_file(live: LiveSite) -> tuple[str, int]:
-    """The file read whole: written on an emulated disk, or named by a real site's file."""
+def calibrate(live: LiveSite, results: Path) -> dict[str, Any]:
+    """Measure disk, whole-file protocol throughput and RTT; write the JSON under ``results``
+    and return it."""
     cfg = live.config
-    if isinstance(live, EmulatedLive):
-        path = live.names.data_dir / CALIBRATION_FILE
-        if not path.exists() or path.stat().st_size != cfg.calibration.file_mb << 20:
-            with path.open("wb") as out:
-                for _ in range(cfg.calibration.file_mb):
-                    out.write(os.urandom(1 << 20))
-            path.chmod(0o644)
-            os.sync()
-        return CALIBRATION_FILE, path.stat().st_size
-    if not cfg.calibration.file:
-        raise InstoreError(f"{cfg.path}: field calibration.file is missing",
-                           "name a file that exists behind every endpoint")  # fmt: skip
-    posix = cfg.endpoints.get("posix")
-    size = Path(posix.format(file=cfg.calibration.file)).stat().st_size if posix else 0
-    return cfg.calibration.file, size
-
-
-def calibrate(live: LiveSite, results: Path | None = None) -> dict[str, Any]:
-    """Measure disk, whole-file protocol throughput and RTT; write and return the JSON."""
-    cfg = live.config
-    file, size = _prepare_file(live)
+    file, size = live.calibration_file()
     record: dict[str, Any] = {
         "site": cfg.name,
         "kind": cfg.kind,
@@ -134,19 +112,10 @@ def calibrate(live: LiveSite, results: Path | None = None) -> dict[str, Any]:
         "rtt_ms": _rtt(live),
         "protocols": whole_file(live, file, size) if size else {},
     }
-    if isinstance(live, EmulatedLive):
-        disk = live.config.disk
-        size_mb = min(FIO_MAX_MB, (disk.size_mb if disk else 1024) // 4)
-        record["fio"] = disk_limits(live.names.data_dir, cfg.calibration.fio_seconds, size_mb,
-                                    live.names.cgroup)  # fmt: skip
-    elif cfg.calibration.posix_dir:
-        record["fio"] = disk_limits(Path(cfg.calibration.posix_dir),
-                                    cfg.calibration.fio_seconds, FIO_MAX_MB, None)  # fmt: skip
-    record["conditions"] = {k: v for k, v in live.conditions().items() if k != "calibration"}
-    path = (
-        calibration_path(cfg.name) if results is None else results / cfg.name / "calibration.json"
-    )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    target = live.fio_target()
+    if target is not None:
+        record["fio"] = disk_limits(target, cfg.calibration.fio_seconds)
+    record["conditions"] = live.describe()
+    path = write_calibration(results, cfg.name, record)
     record["path"] = str(path)
     return record

@@ -11,12 +11,12 @@ from typing import Any
 
 from instore.errors import InstoreError
 from instore.site import calibrate as calib
-from instore.site import emulated, faults
+from instore.site import emulated
 from instore.site.config import load_site
-from instore.site.names import SiteNames
-from instore.site.real import check_endpoint, preflight
-from instore.site.session import open_site
-from instore.site.system import cmdline
+from instore.site.emulated import faults
+from instore.site.emulated.names import SiteNames
+from instore.site.emulated.system import cmdline
+from instore.site.session import site_as_it_is, using_site
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -24,7 +24,8 @@ def _up(args: argparse.Namespace) -> int:
     if not cfg.emulated:
         raise InstoreError(f"site {cfg.name} is real: there is nothing to bring up",
                            f"use `instore site preflight {cfg.name}`")  # fmt: skip
-    live = emulated.bring_up(cfg, [Path(f) for f in args.files])
+    live = emulated.bring_up(cfg, [Path(f) for f in args.files], Path(args.results))
+    live.state.release()  # this process exits now; the site stays up until `site down`
     print(json.dumps(live.conditions(), indent=2))
     print(f"site {cfg.name} is up; `instore site down {cfg.name}` removes it", file=sys.stderr)
     return 0
@@ -40,38 +41,34 @@ def _down(args: argparse.Namespace) -> int:
     return 1 if left else 0
 
 
-def _status_of(name: str) -> dict[str, Any]:
+def _status_of(name: str, results: Path) -> dict[str, Any]:
     names = SiteNames(name)
     found = emulated.existing(names)
     status: dict[str, Any] = {"site": name, "resources": found}
     try:
-        live = emulated.attach(name)
+        live = emulated.attach(name, results)
     except InstoreError:
         status["up"] = False
         return status
     pids = live.state.pids()
     status["processes"] = {role: bool(cmdline(pid)) for role, pid in pids.items()}
     status["up"] = all(status["processes"].values())
+    # Left by a process that died: the next bring-up (or `site down`) removes it.
+    status["abandoned"] = live.state.owner_gone()
     status["conditions"] = live.conditions()
     return status
 
 
 def _status(args: argparse.Namespace) -> int:
     names = [args.name] if args.name else sorted(emulated.known_sites())
-    report = [_status_of(n) for n in names]
+    report = [_status_of(n, Path(args.results)) for n in names]
     print(json.dumps(report, indent=2))
     return 0 if all(r["up"] for r in report) else 1
 
 
 def _preflight(args: argparse.Namespace) -> int:
     cfg = load_site(args.name)
-    if cfg.emulated:
-        live = emulated.attach(cfg.name)
-        items = [(p, live.url(p, "")) for p in live.protocols]
-        failures = [f"{p} {u}: {why}" for p, u in items
-                    if (why := check_endpoint(p, u + "{file}", 5.0))]  # fmt: skip
-    else:
-        failures = preflight(cfg)
+    failures = site_as_it_is(cfg).preflight()
     for line in failures:
         print(line, file=sys.stderr)
     print(f"site {cfg.name}: {'FAILED' if failures else 'ok'}", file=sys.stderr)
@@ -80,12 +77,9 @@ def _preflight(args: argparse.Namespace) -> int:
 
 def _calibrate(args: argparse.Namespace) -> int:
     cfg = load_site(args.name)
-    results = Path(args.results) if args.results else None
-    if cfg.emulated and SiteNames(cfg.name).state_file.exists():
-        record = calib.calibrate(emulated.attach(cfg.name), results)
-    else:
-        with open_site(cfg) as live:
-            record = calib.calibrate(live, results)
+    results = Path(args.results)
+    with using_site(cfg, results) as live:
+        record = calib.calibrate(live, results)
     print(json.dumps(record, indent=2))
     return 0
 
@@ -106,6 +100,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up = sub.add_parser("up", help="bring up an emulated site and leave it running")
     up.add_argument("name", help="site name (config/sites/NAME.yaml) or path")
     up.add_argument("--files", nargs="*", default=[], help="files to put on the site's disk")
+    up.add_argument("--results", default="results",
+                    help="results directory whose calibration the conditions show "
+                         "(default: results)")  # fmt: skip
     up.set_defaults(func=_up)
 
     down = sub.add_parser("down", help="remove an emulated site (also after a crash)")
@@ -115,6 +112,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     status = sub.add_parser("status", help="what of a site (or of all) exists and runs")
     status.add_argument("name", nargs="?", help="site name (default: every site found)")
+    status.add_argument("--results", default="results",
+                        help="results directory whose calibration the conditions show "
+                             "(default: results)")  # fmt: skip
     status.set_defaults(func=_status)
 
     pre = sub.add_parser("preflight", help="check every endpoint answers, one line per failure")
@@ -123,7 +123,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     cal = sub.add_parser("calibrate", help="measure disk, protocol throughput and RTT")
     cal.add_argument("name", help="site name or path")
-    cal.add_argument("--results", help="results directory (default: results/ of the checkout)")
+    cal.add_argument("--results", default="results",
+                     help="results directory to write <site>/calibration.json in "
+                          "(default: results, in the current directory)")  # fmt: skip
     cal.set_defaults(func=_calibrate)
 
     fault = sub.add_parser(

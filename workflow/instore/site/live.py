@@ -1,36 +1,44 @@
-"""What the sweep holds while a site is open: URLs per protocol, cache drops, job environment
-and the conditions recorded with every run."""
+"""What a caller holds while a site is open: URLs per protocol, cache drops, preflight, what
+calibration measures, the job environment and the conditions recorded with every run.
+
+Callers ask the live site; they never check whether it is emulated or real.
+"""
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from instore.calibration import read_calibration
 from instore.errors import InstoreError
-from instore.site.config import REPO_ROOT, SiteConfig
+from instore.site.config import SiteConfig
+from instore.site.endpoints import check_all
 
-RESULTS_DIR = REPO_ROOT / "results"
+# Where results go unless a caller says otherwise: `results/` of the current directory, as
+# `instore sweep --results` (so `snakemake --directory` moves them too).
+DEFAULT_RESULTS = Path("results")
+# fio writes a file this large at most: enough to defeat the disk's own cache, quick to lay out.
+FIO_MAX_MB = 256
 
 
-def calibration_path(site: str) -> Path:
-    return RESULTS_DIR / site / "calibration.json"
+@dataclass(frozen=True)
+class FioTarget:
+    """Where fio may measure a site's disk: a writable directory on it, the size of the file
+    to lay out there, and the blkio cgroup its reads join (None: no throttle of ours)."""
 
-
-def load_calibration(site: str) -> dict[str, Any] | None:
-    """The stored calibration of a site, or None if it was never calibrated."""
-    try:
-        return json.loads(calibration_path(site).read_text())
-    except (OSError, ValueError):
-        return None
+    directory: Path
+    size_mb: int
+    cgroup: Path | None = None
 
 
 class LiveSite(ABC):
-    """An open site: emulated (running now) or real (preflight passed)."""
+    """An open site: emulated (running now) or real (its endpoints given)."""
 
-    def __init__(self, config: SiteConfig) -> None:
+    def __init__(self, config: SiteConfig, results: Path = DEFAULT_RESULTS) -> None:
         self.config = config
+        self.results = Path(results)
 
     @property
     def protocols(self) -> list[str]:
@@ -48,8 +56,23 @@ class LiveSite(ABC):
     @abstractmethod
     def _url(self, protocol: str, file: str) -> str: ...
 
+    def _endpoints(self) -> dict[str, str]:
+        """Protocol -> URL template (``{file}`` for the file) that preflight checks."""
+        return {p: self.url(p, "{file}") for p in self.protocols}
+
+    def preflight(self) -> list[str]:
+        """One line per endpoint that does not answer within the site's preflight time-out
+        (empty: all answer)."""
+        return check_all(self._endpoints(), self.config.preflight_timeout_s)
+
     @abstractmethod
     def drop_caches(self) -> None: ...
+
+    @property
+    def can_read_cold(self) -> bool:
+        """Whether drop_caches() empties every cache between a reader and the disk, so that a
+        read measures the storage (False: a server's cache is not ours to drop)."""
+        return False
 
     @abstractmethod
     def set_block_readahead(self, kb: int | None) -> None:
@@ -62,7 +85,17 @@ class LiveSite(ABC):
         return None
 
     @abstractmethod
-    def job_env(self) -> dict[str, str]: ...
+    def calibration_file(self) -> tuple[str, int]:
+        """The file calibration reads whole (a name for ``url``) and its size in bytes
+        (0: unknown here, so no throughput can be computed)."""
+
+    def fio_target(self) -> FioTarget | None:
+        """Where fio may measure the site's disk (None: nowhere we may write)."""
+        return None
+
+    @abstractmethod
+    def job_env(self) -> dict[str, str]:
+        """Environment a payload job needs on this site (e.g. the blkio cgroup to join)."""
 
     def heal(self) -> list[str]:
         """Put the site back in its declared state between points; say what was repaired.
@@ -72,8 +105,8 @@ class LiveSite(ABC):
     @abstractmethod
     def _emulation(self) -> dict[str, Any]: ...
 
-    def conditions(self) -> dict[str, Any]:
-        """JSON-able description of what a result was measured on."""
+    def describe(self) -> dict[str, Any]:
+        """JSON-able description of the site as it is now (no calibration)."""
         cfg = self.config
         return {
             "site": cfg.name,
@@ -83,5 +116,9 @@ class LiveSite(ABC):
             "workers": {"nodes": cfg.nodes, "cores": cfg.cores},
             "protocols": self.protocols,
             "emulation": self._emulation(),
-            "calibration": load_calibration(cfg.name),
         }
+
+    def conditions(self) -> dict[str, Any]:
+        """What a result was measured on: the description plus the site's calibration from
+        the results directory this site was opened with."""
+        return {**self.describe(), "calibration": read_calibration(self.results, self.config.name)}

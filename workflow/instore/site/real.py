@@ -4,18 +4,12 @@ say, one line per endpoint, which does not."""
 from __future__ import annotations
 
 import os
-import socket
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig
-from instore.site.live import LiveSite
-
-DEFAULT_PORTS = {"root": 1094, "xroot": 1094, "roots": 1094, "xroots": 1094,
-                 "http": 80, "https": 443}  # fmt: skip
+from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
 
 
 class PreflightError(InstoreError):
@@ -30,63 +24,25 @@ class PreflightError(InstoreError):
         )
 
 
-def _check_network(url: str, timeout_s: float) -> str | None:
-    parts = urlsplit(url)
-    try:
-        host, port = parts.hostname, parts.port or DEFAULT_PORTS.get(parts.scheme)
-    except ValueError as err:  # e.g. a port that is not a number
-        return f"not a valid URL ({err})"
-    if not host or not port:
-        return "cannot tell host and port from the URL"
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            return None
-    except socket.gaierror:
-        return f"host {host} does not resolve"
-    except ConnectionRefusedError:
-        return f"{host}:{port} refused the connection"
-    except TimeoutError:
-        return f"{host}:{port} did not answer within {timeout_s:g} s"
-    except OSError as err:
-        return f"{host}:{port} unreachable ({err.strerror or err})"
-
-
-def _check_path(template: str) -> str | None:
-    directory = Path(template.split("{file}")[0] or "/")
-    if not directory.is_dir():
-        return f"{directory} is not a directory here"
-    if not os.access(directory, os.R_OK | os.X_OK):
-        return f"{directory} is not readable"
-    return None
-
-
-def check_endpoint(protocol: str, template: str, timeout_s: float) -> str | None:
-    """None if the endpoint answers, else why not."""
-    if template.startswith("/"):
-        return _check_path(template)
-    return _check_network(template, timeout_s)
-
-
 def preflight(site: SiteConfig) -> list[str]:
-    """One line per failing endpoint (empty = all answer). Checks run in parallel, so a site
-    with several dead hosts fails within one timeout."""
-    items = sorted(site.endpoints.items())
-    with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
-        results = pool.map(lambda kv: check_endpoint(*kv, site.preflight_timeout_s), items)
-    return [
-        f"{proto} {tmpl}: {why}" for (proto, tmpl), why in zip(items, results, strict=False) if why
-    ]
+    """One line per failing endpoint of a real site (empty = all answer)."""
+    return RealLive(site, []).preflight()
 
 
 class RealLive(LiveSite):
-    """A real site after a passed preflight."""
+    """A real site: its endpoints, given (``open_real`` checks first that they answer)."""
 
-    def __init__(self, config: SiteConfig, files: list[str]) -> None:
-        super().__init__(config)
+    def __init__(
+        self, config: SiteConfig, files: list[str], results: Path = DEFAULT_RESULTS
+    ) -> None:
+        super().__init__(config, results)
         self.files = files
 
     def _url(self, protocol: str, file: str) -> str:
         return self.config.endpoints[protocol].format(file=file)
+
+    def _endpoints(self) -> dict[str, str]:
+        return dict(self.config.endpoints)
 
     def drop_caches(self) -> None:
         """We cannot drop a remote server's cache; drop this node's page cache for the files
@@ -104,6 +60,20 @@ class RealLive(LiveSite):
             f"site {self.config.name} is real: its block devices are not ours to tune",
             "leave block readahead out of the sweep for real sites",
         )
+
+    def calibration_file(self) -> tuple[str, int]:
+        """The site file's calibration.file; its size is known where a POSIX endpoint shows it."""
+        cfg = self.config
+        if not cfg.calibration.file:
+            raise InstoreError(f"{cfg.path}: field calibration.file is missing",
+                               "name a file that exists behind every endpoint")  # fmt: skip
+        posix = cfg.endpoints.get("posix")
+        size = Path(posix.format(file=cfg.calibration.file)).stat().st_size if posix else 0
+        return cfg.calibration.file, size
+
+    def fio_target(self) -> FioTarget | None:
+        posix_dir = self.config.calibration.posix_dir
+        return FioTarget(Path(posix_dir), FIO_MAX_MB) if posix_dir else None
 
     def job_env(self) -> dict[str, str]:
         return {}
@@ -123,8 +93,10 @@ def _fadvise_dontneed(path: Path) -> None:
         os.close(fd)
 
 
-def open_real(site: SiteConfig, files: list[str]) -> RealLive:
-    failures = preflight(site)
+def open_real(site: SiteConfig, files: list[str], results: Path = DEFAULT_RESULTS) -> RealLive:
+    """The real site, once every endpoint answers."""
+    live = RealLive(site, files, results)
+    failures = live.preflight()
     if failures:
         raise PreflightError(site, failures)
-    return RealLive(site, files)
+    return live

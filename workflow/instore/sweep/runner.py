@@ -184,7 +184,7 @@ def run_site(opts: SweepOptions) -> SweepSummary:
             log_directory=str(store.dir / "batch-logs"),
         )
         with (
-            open_site(site, files=planned.files) as live,
+            open_site(site, files=planned.files, results=opts.results) as live,
             cluster_client(spec) as (client, workers),
         ):
             _measure(opts, live, client, workers, target, todo, store, summary)

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from instore.errors import InstoreError
-from instore.site.names import BLKIO_ROOT, PREFIX
+from instore.site.emulated.names import BLKIO_ROOT, PREFIX
 
 
 def create(path: Path, majmin: str, read_iops: int | None, read_mbps: float | None) -> None:

@@ -5,7 +5,7 @@ after a fixed hold time. Holding one direction by the whole added RTT is enough:
 ACKs arrive late, so both request latency and TCP's ack clock see the longer round trip, while
 the data direction (server to worker) is not copied through user space at all.
 
-Run as ``python -m instore.site.delay --queue N --hold-ms X`` inside the namespace.
+Run as ``python -m instore.site.emulated.delay --queue N --hold-ms X`` inside the namespace.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ import time
 from collections.abc import Sequence
 
 from instore.errors import InstoreError
-from instore.site import netns as ns
-from instore.site.names import SiteNames
-from instore.site.system import in_netns, stop_pid
+from instore.site.emulated import netns as ns
+from instore.site.emulated.names import SiteNames
+from instore.site.emulated.system import in_netns, stop_pid
 
 QUEUE = 0
 # Any hold at all costs a timed wake-up (~0.15 ms here); below this the tuner stops trying.
 MIN_HOLD_MS = 0.001
-MODULE = "instore.site.delay"
+MODULE = "instore.site.emulated.delay"
 
 
 def serve(queue_num: int, hold_s: float) -> None:

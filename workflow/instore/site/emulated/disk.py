@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from instore.site.config import Disk
-from instore.site.names import PREFIX, WORK_ROOT, SiteNames
-from instore.site.system import run
+from instore.site.emulated.names import PREFIX, WORK_ROOT, SiteNames
+from instore.site.emulated.system import run
 
 MKFS: dict[str, list[str]] = {
     # Initialise inode tables and journal now: lazy init would write in the background

@@ -13,9 +13,9 @@ import signal
 import time
 
 from instore.errors import InstoreError
-from instore.site import delay, netns
-from instore.site.emulated import EmulatedLive
-from instore.site.system import running
+from instore.site.emulated import delay, netns
+from instore.site.emulated.site import EmulatedLive
+from instore.site.emulated.system import running
 
 FAULTS = ("kill-server", "link-down", "stall")
 

@@ -6,8 +6,8 @@ import subprocess
 from pathlib import Path
 
 from instore.errors import InstoreError
-from instore.site.names import XROOTD_PORT, SiteNames
-from instore.site.system import cmdline, run, stop_pid, wait_for
+from instore.site.emulated.names import XROOTD_PORT, SiteNames
+from instore.site.emulated.system import cmdline, run, stop_pid, wait_for
 
 
 def _mounted(path: Path) -> bool:

@@ -6,8 +6,8 @@ import ipaddress
 from pathlib import Path
 
 from instore.errors import InstoreError
-from instore.site.names import PREFIX, SiteNames
-from instore.site.system import in_netns, run
+from instore.site.emulated.names import PREFIX, SiteNames
+from instore.site.emulated.system import in_netns, run
 
 NETNS_DIR = Path("/run/netns")
 

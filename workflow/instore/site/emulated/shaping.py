@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from instore.site.system import run
+from instore.site.emulated.system import run
 
 KERNEL_HZ = 250
 

@@ -1,32 +1,40 @@
 """Emulated sites: bring-up in a fixed order, each resource recorded in the state file the
-moment it exists, and a teardown that works from that file or, failing it, from names."""
+moment it exists, and a teardown that works from that file or, failing it, from names.
+
+A site left up by a process that died (SIGKILL, a lost session) is removed by the next
+bring-up; one whose owner still runs, or that `instore site up` left, is refused.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from instore.errors import InstoreError
-from instore.site import blkio, delay, disk, fuse, netns, shaping, xrootd
 from instore.site.config import SiteConfig, load_site
-from instore.site.live import LiveSite
-from instore.site.names import HTTP_PORT, PREFIX, WORK_ROOT, XROOTD_PORT, SiteNames
-from instore.site.state import SiteState, recorded_sites
-from instore.site.system import reap, require_root, running, stop_pid
+from instore.site.emulated import blkio, delay, disk, fuse, netns, shaping, xrootd
+from instore.site.emulated.names import HTTP_PORT, PREFIX, WORK_ROOT, XROOTD_PORT, SiteNames
+from instore.site.emulated.state import SiteState, recorded_sites
+from instore.site.emulated.system import reap, require_root, running, stop_pid
+from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
 
 # Bring-up refuses a site whose RTT is far off; the integration tests hold it to 20% (or 0.15 ms
 # of host jitter for sub-millisecond RTTs). The achieved RTT is recorded in the conditions.
 RTT_TOLERANCE = 0.5
+CALIBRATION_FILE = "instore-calibration.bin"
 
 
 class EmulatedLive(LiveSite):
     """A running emulated site, described by its state file."""
 
-    def __init__(self, config: SiteConfig, state: SiteState) -> None:
-        super().__init__(config)
+    def __init__(
+        self, config: SiteConfig, state: SiteState, results: Path = DEFAULT_RESULTS
+    ) -> None:
+        super().__init__(config, results)
         self.state = state
         self.names = state.names
 
@@ -46,6 +54,10 @@ class EmulatedLive(LiveSite):
         os.sync()
         Path("/proc/sys/vm/drop_caches").write_text("3\n")
 
+    @property
+    def can_read_cold(self) -> bool:
+        return True
+
     def set_block_readahead(self, kb: int | None) -> None:
         if kb is None:
             assert self.config.disk
@@ -55,6 +67,22 @@ class EmulatedLive(LiveSite):
 
     def disk_bytes_read(self) -> int | None:
         return disk.bytes_read(self.state.data["loop"])
+
+    def calibration_file(self) -> tuple[str, int]:
+        """Random bytes of the profile's calibration.file_mb, written on the site's disk once."""
+        path, size = self.names.data_dir / CALIBRATION_FILE, self.config.calibration.file_mb << 20
+        if not path.exists() or path.stat().st_size != size:
+            with path.open("wb") as out:
+                for _ in range(self.config.calibration.file_mb):
+                    out.write(os.urandom(1 << 20))
+            path.chmod(0o644)
+            os.sync()
+        return CALIBRATION_FILE, path.stat().st_size
+
+    def fio_target(self) -> FioTarget:
+        """The exported directory, a quarter of the disk at most, reads throttled as jobs' are."""
+        disk_mb = self.config.disk.size_mb if self.config.disk else 1024
+        return FioTarget(self.names.data_dir, min(FIO_MAX_MB, disk_mb // 4), self.names.cgroup)
 
     def job_env(self) -> dict[str, str]:
         return {"INSTORE_BLKIO_CGROUP": str(self.names.cgroup)}
@@ -115,16 +143,14 @@ def _resources(names: SiteNames) -> list[str]:
     return found
 
 
-def bring_up(cfg: SiteConfig, files: Iterable[Path] = ()) -> EmulatedLive:
-    """Start everything; on any failure, undo what was done and re-raise."""
+def bring_up(
+    cfg: SiteConfig, files: Iterable[Path] = (), results: Path = DEFAULT_RESULTS
+) -> EmulatedLive:
+    """Start everything; on any failure, undo what was done and re-raise. The calling process
+    owns the site: it must tear it down (``open_site`` does), or release it."""
     require_root(f"bringing up emulated site {cfg.name}")
     names = SiteNames(cfg.name)
-    found = existing(names)
-    if found:
-        raise InstoreError(
-            f"site {cfg.name} is already up or left over from a crash ({', '.join(found)})",
-            f"run `instore site down {cfg.name}` (or `instore site down --all`) first",
-        )
+    _clear_abandoned(names)
     state = SiteState(names)
     state.start()
     state.record("config", str(cfg.path))
@@ -133,7 +159,32 @@ def bring_up(cfg: SiteConfig, files: Iterable[Path] = ()) -> EmulatedLive:
     except BaseException:
         teardown(names)
         raise
-    return EmulatedLive(cfg, state)
+    return EmulatedLive(cfg, state, results)
+
+
+def _clear_abandoned(names: SiteNames) -> None:
+    """Remove a leftover site whose owner died, saying so in one line; refuse any other
+    leftover (its owner still runs, `instore site up` left it, or its state file is lost)."""
+    found = existing(names)
+    if not found:
+        return
+    state = SiteState.load(names)
+    if state is None or not state.owner_gone():
+        raise InstoreError(
+            f"site {names.site} is already up or left over from a crash ({', '.join(found)})",
+            f"run `instore site down {names.site}` (or `instore site down --all`) first",
+        )
+    print(
+        f"instore: site {names.site} was left up by process {state.data['owner_pid']}, "
+        "which is gone: removing it before bringing it up",
+        file=sys.stderr,
+    )
+    left = teardown(names)
+    if left:
+        raise InstoreError(
+            f"site {names.site}: could not remove what a crashed run left ({', '.join(left)})",
+            f"run `instore site down {names.site}` as root and see what it reports",
+        )
 
 
 def _build(cfg: SiteConfig, names: SiteNames, state: SiteState, files: list[Path]) -> None:
@@ -256,10 +307,17 @@ def leftovers() -> list[str]:
     return found
 
 
-def attach(name: str) -> EmulatedLive:
+def attach(name: str, results: Path = DEFAULT_RESULTS) -> EmulatedLive:
     """The running site ``name`` brought up earlier (e.g. by `instore site up`)."""
     names = SiteNames(name)
     state = SiteState.load(names)
     if state is None or names.netns not in netns.namespaces():
         raise InstoreError(f"emulated site {name} is not up", f"run `instore site up {name}`")
-    return EmulatedLive(load_site(state.data["config"]), state)
+    return EmulatedLive(load_site(state.data["config"]), state, results)
+
+
+def is_held(name: str) -> bool:
+    """True while the site is up and someone holds it: its owner runs, or no process owns it
+    (`instore site up`). A site whose owner died is a leftover, not held."""
+    state = SiteState.load(SiteNames(name))
+    return state is not None and not state.owner_gone()

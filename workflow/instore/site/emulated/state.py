@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from instore.site.names import STATE_DIR, SiteNames
+from instore.site.emulated.names import STATE_DIR, SiteNames
+from instore.site.emulated.system import alive, start_time
 
 
 class SiteState:
@@ -39,8 +40,29 @@ class SiteState:
         return dict(self.data.get("pids", {}))
 
     def start(self) -> None:
-        self.data.update(created=time.time(), owner_pid=os.getpid())
+        """Record this process as the site's owner, the one that tears it down: its pid and
+        start time, so a crashed owner is recognised even once its pid is reused."""
+        pid = os.getpid()
+        self.data.update(created=time.time(), owner_pid=pid, owner_started=start_time(pid))
         self._write()
+
+    def release(self) -> None:
+        """No process owns the site any more (`instore site up`): it stays up until
+        `instore site down`, and bring-up refuses to replace it."""
+        self.data.update(owner_pid=None, owner_started=None)
+        self._write()
+
+    def owner_gone(self) -> bool:
+        """True when the process that brought the site up died without tearing it down (its
+        pid gone, a zombie, or now another process). A released site has no owner to lose;
+        a state file without the owner's start time trusts a live pid."""
+        pid = self.data.get("owner_pid")
+        if not isinstance(pid, int):
+            return False
+        if not alive(pid):
+            return True
+        started = self.data.get("owner_started")
+        return started is not None and start_time(pid) != started
 
     def _write(self) -> None:
         path: Path = self.names.state_file
@@ -48,9 +70,6 @@ class SiteState:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.data, indent=2, sort_keys=True))
         tmp.replace(path)
-
-    def remove(self) -> None:
-        self.names.state_file.unlink(missing_ok=True)
 
 
 def recorded_sites() -> list[str]:

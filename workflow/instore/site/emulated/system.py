@@ -72,6 +72,16 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def start_time(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (None: no such process). Together with
+    the pid it names one process: a pid reused after a crash has a later start time."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[19])  # field 22 of proc(5); fields[0] is field 3, the state
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def running(pid: int, expect: str) -> bool:
     """True while our process ``pid`` runs, its command line still containing ``expect``."""
     return alive(pid) and expect in cmdline(pid)

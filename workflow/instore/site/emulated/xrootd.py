@@ -10,9 +10,9 @@ import socket
 import subprocess
 
 from instore.errors import InstoreError
-from instore.site import blkio
-from instore.site.names import HTTP_PORT, XROOTD_PORT, SiteNames
-from instore.site.system import in_netns, stop_pid, wait_for
+from instore.site.emulated import blkio
+from instore.site.emulated.names import HTTP_PORT, XROOTD_PORT, SiteNames
+from instore.site.emulated.system import in_netns, stop_pid, wait_for
 
 USER = "xrootd"
 CLONE_NEWUTS = 0x04000000
