@@ -59,16 +59,7 @@ def study_summary_line():
 
 def bring_sites_down():
     """On error, leave no emulated site of this study running (real sites have nothing)."""
-    emulated = [name for name, cfg in SITE_CONFIGS.items() if cfg.emulated]
-    if not emulated:
-        return
-    from instore.site.emulated import teardown
-    from instore.site.names import SiteNames
+    from instore.site import bring_down
 
-    for name in emulated:
-        try:
-            left = teardown(SiteNames(name))
-        except Exception as err:  # report and go on: the other sites still need bringing down
-            print(f"instore: could not bring site {name} down: {err}")
-            continue
-        print(f"instore: site {name} brought down" + (f"; left: {', '.join(left)}" if left else ""))
+    for line in bring_down(SITE_CONFIGS.values()):
+        print(f"instore: {line}")
