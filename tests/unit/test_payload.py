@@ -18,7 +18,7 @@ ENGINES = ["root", "uproot"]
 
 
 def read(path: Path | str, **kw) -> dict:
-    record = run_read(ReadOptions(str(path), **kw))
+    record = run_read(ReadOptions(str(path), **kw)).as_dict()
     assert record["error"] is None, record["error"]
     return record
 

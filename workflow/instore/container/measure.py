@@ -13,10 +13,12 @@ import statistics
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from instore.container.runtime import NO_ACCESS, Access, Launch, Target, last_line, launch
 from instore.errors import InstoreError
+from instore.record import ContainerRun
 
 STARTUP_PROBE = ("true",)
 # A job dies with the thread that started it: a sweep stopped by Ctrl-C or SIGTERM (its Dask
@@ -79,17 +81,44 @@ def parse_record(stdout: str) -> dict | None:
     return None
 
 
-def container_fields(
+def _container_run(
     target: Target, startup_s: float | None, outer_wall_s: float, exit_status: int
-) -> dict:
-    """What the container adds to a run record, kept apart from the payload's own fields."""
-    return {
-        "runtime": target.runtime.value,
-        "image_digest": target.image_digest,
-        "container_startup_s": startup_s,
-        "outer_wall_s": outer_wall_s,
-        "exit_status": exit_status,
-    }
+) -> ContainerRun:
+    return ContainerRun(
+        runtime=target.runtime.value,
+        image_digest=target.image_digest,
+        container_startup_s=startup_s,
+        outer_wall_s=outer_wall_s,
+        exit_status=exit_status,
+    )
+
+
+def run_contained(
+    target: Target,
+    payload_argv: Sequence[str],
+    access: Access = NO_ACCESS,
+    *,
+    startup_s: float | None = None,
+    timeout: float | None = None,
+) -> tuple[dict[str, Any], ContainerRun]:
+    """Run one payload job; return its run record and what the container adds, apart.
+
+    A job that prints no record still returns one, with ``error`` saying why, so a failed
+    run is recorded rather than dropped.
+    """
+    command = launch(target, payload_argv, access)
+    try:
+        proc, outer = _timed(command, timeout)
+    except subprocess.TimeoutExpired:
+        error = f"payload timed out after {timeout} s"
+        return {"error": error}, _container_run(target, startup_s, float(timeout or 0), -1)
+    record = parse_record(proc.stdout)
+    if record is None:
+        record = {
+            "error": f"payload exited {proc.returncode} without a run record: "
+            f"{last_line(proc.stderr)}"
+        }
+    return record, _container_run(target, startup_s, outer, proc.returncode)
 
 
 def run_payload(
@@ -99,24 +128,9 @@ def run_payload(
     *,
     startup_s: float | None = None,
     timeout: float | None = None,
-) -> dict:
-    """Run one payload job; return its run record with runtime, digest and start-up cost added.
-
-    A job that prints no record still returns one, with ``error`` saying why, so a failed
-    run is recorded rather than dropped.
-    """
-    command = launch(target, payload_argv, access)
-    try:
-        proc, outer = _timed(command, timeout)
-    except subprocess.TimeoutExpired:
-        return {
-            "error": f"payload timed out after {timeout} s",
-            **container_fields(target, startup_s, float(timeout or 0), -1),
-        }
-    record = parse_record(proc.stdout)
-    if record is None:
-        record = {
-            "error": f"payload exited {proc.returncode} without a run record: "
-            f"{last_line(proc.stderr)}"
-        }
-    return {**record, **container_fields(target, startup_s, outer, proc.returncode)}
+) -> dict[str, Any]:
+    """``run_contained``'s two parts as one record: runtime, digest and start-up cost added."""
+    record, container = run_contained(
+        target, payload_argv, access, startup_s=startup_s, timeout=timeout
+    )
+    return {**record, **asdict(container)}

@@ -139,13 +139,13 @@ def options_from_args(args: argparse.Namespace) -> ReadOptions:
 
 
 def run(args: argparse.Namespace) -> int:
-    record = run_read(options_from_args(args))
-    reads = record.pop("_reads")
+    result = run_read(options_from_args(args))
     if args.access_log:
         args.access_log.parent.mkdir(parents=True, exist_ok=True)
-        args.access_log.write_text("offset,length\n" + "".join(f"{o},{n}\n" for o, n in reads))
-    print(json.dumps(record))
-    if record["error"]:
-        print(f"instore read: error: {record['url']}: {record['error']}", file=sys.stderr)
+        lines = "".join(f"{o},{n}\n" for o, n in result.reads)
+        args.access_log.write_text("offset,length\n" + lines)
+    print(json.dumps(result.as_dict()))
+    if result.error:
+        print(f"instore read: error: {result.url}: {result.error}", file=sys.stderr)
         return 1
     return 0

@@ -15,9 +15,9 @@ from instore.errors import InstoreError
 from instore.payload import engine_root, engine_uproot
 from instore.payload.pattern import Pattern
 from instore.payload.procstats import ProcSnapshot, drop_page_cache, join_cgroup
-from instore.payload.record import RECORD_VERSION, provenance, size_histogram, utc_now
 from instore.payload.result import EngineResult
 from instore.payload.source.file import is_local, local_path
+from instore.record import JobResult, Measurement, Provenance, size_histogram, utc_now
 
 ENGINES = ("root", "uproot")
 STAGE_IN_TOOLS = ("cp", "xrdcp")
@@ -139,18 +139,21 @@ def wait_until(start_at: float | None) -> float | None:
 
 
 def _read_passes(
-    opts: ReadOptions, url: str, record: dict[str, Any], start: float
-) -> tuple[EngineResult, int]:
-    """Read once, or (fixed-time mode) again and again until the time is up; sum the passes."""
+    opts: ReadOptions, url: str, start: float
+) -> tuple[EngineResult, int, bool | None]:
+    """Read once, or (fixed-time mode) again and again until the time is up; sum the passes.
+
+    Also says whether the page cache was dropped before the last pass (None: not a cold read
+    of a local file)."""
     total: EngineResult | None = None
-    passes = 0
+    passes, dropped = 0, None
     while True:
         if opts.cold and not opts.stage_in and is_local(url):
-            record["cold_cache_dropped"] = drop_page_cache(local_path(url))
+            dropped = drop_page_cache(local_path(url))
         total = _engine(opts, url) if total is None else total.plus(_engine(opts, url))
         passes += 1
         if time.perf_counter() - start >= opts.fixed_time_s:
-            return total, passes
+            return total, passes, dropped
 
 
 def _error_line(err: BaseException) -> str:
@@ -162,19 +165,14 @@ def _error_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0] if text else ''}"
 
 
-def run_read(opts: ReadOptions) -> dict[str, Any]:
+def run_read(opts: ReadOptions) -> JobResult:
     """Measure one job. Never raises for a failed read: the record carries the error."""
     prepare(opts.engine)
     lateness = wait_until(opts.start_at)
-    record: dict[str, Any] = {
-        "record_version": RECORD_VERSION,
-        "url": opts.url,
-        "start_time": utc_now(),
-        **opts.knobs(),
-    }
+    start_time = utc_now()
     staged: Path | None = None
     result = EngineResult()
-    error = None
+    error, passes, dropped = None, None, None
     before = ProcSnapshot.take()
     stage_s = 0.0
     try:
@@ -185,8 +183,7 @@ def run_read(opts: ReadOptions) -> dict[str, Any]:
             staged = stage_in(url, opts.stage_in, opts.scratch)  # type: ignore[arg-type]
             stage_s = time.perf_counter() - before.wall
             url = str(staged)
-        result, passes = _read_passes(opts, url, record, before.wall)
-        record["passes"] = passes
+        result, passes, dropped = _read_passes(opts, url, before.wall)
     except InstoreError as err:
         error = str(err)
     except Exception as err:  # a failed job is a result: keep measuring, record why
@@ -195,42 +192,48 @@ def run_read(opts: ReadOptions) -> dict[str, Any]:
         after = ProcSnapshot.take()
         if staged is not None:
             staged.unlink(missing_ok=True)
-    record.update(_measurement(before, after, result, stage_s))
-    record["error"] = error
-    record["start_lateness_s"] = lateness
-    record["provenance"] = provenance()
-    return record
+    return JobResult(
+        url=opts.url,
+        start_time=start_time,
+        knobs=opts.knobs(),
+        measurement=_measurement(before, after, result, stage_s),
+        provenance=Provenance.collect(),
+        error=error,
+        start_lateness_s=lateness,
+        cold_cache_dropped=dropped,
+        passes=passes,
+        reads=result.reads,
+    )
 
 
 def _measurement(
     before: ProcSnapshot, after: ProcSnapshot, r: EngineResult, stage_s: float
-) -> dict[str, Any]:
+) -> Measurement:
     wall = after.wall - before.wall
     user, sys_ = after.user - before.user, after.sys - before.sys
-    return {
-        "tree": r.tree,
-        "file_size": r.file_size,
-        "entries": r.entries,
-        "branches_total": r.branches_total,
-        "branches_read": r.branches_read,
-        "events": r.events,
-        "wall_s": wall,
-        "open_s": r.open_s,
-        "stage_in_s": stage_s,
-        "user_s": user,
-        "sys_s": sys_,
-        "cpu_efficiency": (user + sys_) / wall if wall > 0 else None,
-        "cpu_wait_s": (after.run_delay_ns - before.run_delay_ns) / 1e9,
-        "event_rate_hz": r.events / wall if wall > 0 else None,
-        "bytes_read": r.bytes_read,
-        "read_calls": r.read_calls,
-        "vector_reads": r.vector_reads,
-        "read_size_hist": size_histogram(n for _, n in r.reads),
-        "bytes_needed": r.bytes_needed,
-        "read_amplification": r.bytes_read / r.bytes_needed if r.bytes_needed else None,
-        "mb_per_s": r.bytes_read / 1e6 / wall if wall > 0 else None,
-        "cache_bytes_effective": r.cache_bytes,
-        "rchar_delta": after.rchar - before.rchar,
-        "counters": r.counters,
-        "_reads": r.reads,
-    }
+    return Measurement(
+        tree=r.tree,
+        file_size=r.file_size,
+        entries=r.entries,
+        branches_total=r.branches_total,
+        branches_read=r.branches_read,
+        events=r.events,
+        wall_s=wall,
+        open_s=r.open_s,
+        stage_in_s=stage_s,
+        user_s=user,
+        sys_s=sys_,
+        cpu_efficiency=(user + sys_) / wall if wall > 0 else None,
+        cpu_wait_s=(after.run_delay_ns - before.run_delay_ns) / 1e9,
+        event_rate_hz=r.events / wall if wall > 0 else None,
+        bytes_read=r.bytes_read,
+        read_calls=r.read_calls,
+        vector_reads=r.vector_reads,
+        read_size_hist=size_histogram(n for _, n in r.reads),
+        bytes_needed=r.bytes_needed,
+        read_amplification=r.bytes_read / r.bytes_needed if r.bytes_needed else None,
+        mb_per_s=r.bytes_read / 1e6 / wall if wall > 0 else None,
+        cache_bytes_effective=r.cache_bytes,
+        rchar_delta=after.rchar - before.rchar,
+        counters=r.counters,
+    )

@@ -6,7 +6,7 @@ import hashlib
 import itertools
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from instore.study.config import Study
@@ -38,7 +38,8 @@ class Point:
         return self.fill * self.nodes
 
     def knobs(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k not in ("section", "repetition")}
+        """What the point's jobs are run with: every field but where it sits in the study."""
+        return {k: getattr(self, k) for k in KNOBS}
 
     def key(self, site: str, files: Mapping[str, Any]) -> str:
         """Stable id of what this point measures: knobs, repetition, input files and site."""
@@ -81,6 +82,12 @@ class Point:
         return args
 
 
+# Fields that place a point in the study rather than say how its jobs run: the same knobs
+# measured in another section or repetition are the same measurement, repeated.
+NOT_KNOBS = ("section", "repetition")
+# The knobs that identify a point: Point's other fields, so a field added there is one here too
+# (in the key, in the summary's grouping), never silently merged away.
+KNOBS: tuple[str, ...] = tuple(f.name for f in fields(Point) if f.name not in NOT_KNOBS)
 _DEFAULT = Point(section="")
 
 

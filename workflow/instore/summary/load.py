@@ -15,13 +15,6 @@ import pandas as pd
 from instore.errors import InstoreError
 from instore.study import SECTIONS
 
-# The knobs that identify a point (repetition and job vary inside one point).
-KNOBS: tuple[str, ...] = (
-    "layout", "protocol", "engine", "cache_mb", "readahead_kb", "block_readahead_kb",
-    "uproot_gap_kb", "branches", "entry_fraction", "cpu_us", "fill", "nodes", "fixed_time_s",
-)  # fmt: skip
-JSON_COLUMNS: tuple[str, ...] = ("conditions", "read_size_hist", "counters", "provenance")
-
 
 def section_path(results: Path, site: str, section: str) -> Path:
     return results / site / f"{section}.parquet"

@@ -10,14 +10,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from instore.study.grid import KNOBS
 from instore.summary.limits import Limits
-from instore.summary.load import KNOBS, counter
+from instore.summary.load import counter
 
 METRICS: tuple[str, ...] = (
     "cpu_efficiency", "event_rate_hz", "mb_per_s", "read_calls", "read_amplification",
     "wall_s", "bytes_read", "bytes_wasted", "read_rate_hz", "disk_s", "cache_bytes_effective",
     "open_s", "disk_bytes_read", "disk_amplification",
 )  # fmt: skip
+# A point of the summary: its site, section and knobs (Point's, so none is merged away).
 GROUP: tuple[str, ...] = ("site", "section", *KNOBS)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from instore.container import Access, Target
-from instore.container.measure import run_payload
+from instore.container.measure import run_contained
+from instore.record import JobFate, JobOutcome
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class Job:
     backoff_s: float = 2.0
 
 
-def run_job(job: Job, start_at: float) -> dict[str, Any]:
+def run_job(job: Job, start_at: float) -> JobOutcome:
     """Start at ``start_at`` (wall clock) with the other jobs of the point; keep every attempt's fate.
 
     A failed attempt is retried after an exponential back-off; the record keeps the number of
@@ -36,7 +36,7 @@ def run_job(job: Job, start_at: float) -> dict[str, Any]:
     attempts, errors = 0, []
     while True:
         attempts += 1
-        record = run_payload(
+        record, container = run_contained(
             job.target, list(job.argv), job.access, startup_s=job.startup_s, timeout=job.timeout_s
         )
         if not record.get("error"):
@@ -45,13 +45,13 @@ def run_job(job: Job, start_at: float) -> dict[str, Any]:
         if attempts > job.retries:
             break
         time.sleep(job.backoff_s * 2 ** (attempts - 1))
-    return {
-        **record,
-        "job": job.index,
-        "node": job.node,
-        "attempts": attempts,
-        "status": "failed" if record.get("error") else "ok",
-        "attempt_errors": errors,
-        "start_skew_s": skew,
-        "batch_job_id": os.environ.get("SLURM_JOB_ID"),  # the worker's own SLURM job, if any
-    }
+    fate = JobFate(
+        job=job.index,
+        node=job.node,
+        attempts=attempts,
+        status="failed" if record.get("error") else "ok",
+        attempt_errors=errors,
+        start_skew_s=skew,
+        batch_job_id=os.environ.get("SLURM_JOB_ID"),  # the worker's own SLURM job, if any
+    )
+    return JobOutcome(record, container, fate)

@@ -8,7 +8,6 @@ emulated sites) and the emulated disk's block readahead is set.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import logging
 import sys
 import time
@@ -26,6 +25,7 @@ from instore.container.measure import run_payload
 from instore.container.runtime import Runtime, Target
 from instore.errors import InstoreError
 from instore.payload.runner import CGROUP_ENV
+from instore.record import JobOutcome, PointInfo, SiteInfo, row, utc_now
 from instore.site import LiveSite, SiteConfig, load_site, open_site
 from instore.study import Point, Study, expand
 from instore.study.files import replica_name
@@ -187,39 +187,65 @@ def run_site(opts: SweepOptions) -> SweepSummary:
             open_site(site, files=planned.files, results=opts.results) as live,
             cluster_client(spec) as (client, workers),
         ):
-            _measure(opts, live, client, workers, target, todo, store, summary)
+            run = SweepRun(
+                opts=opts,
+                live=live,
+                client=client,
+                workers=workers,
+                target=target,
+                store=store,
+                summary=summary,
+                site=site_info(live),
+                startup=_container_startup(opts, live, target),
+                align_s=_warm_up(opts, live, target, todo[0][0]),
+            )
+            _measure(run, todo)
     summary.tables = store.write_tables(opts.sections, planned.keys)
     return summary
 
 
-def _measure(
-    opts: SweepOptions,
-    live: LiveSite,
-    client: Client,
-    workers: list[str],
-    target: Target,
-    todo: list[tuple[Point, str]],
-    store: RecordStore,
-    summary: SweepSummary,
-) -> None:
-    conditions = live.conditions()
-    startup = None
-    if target.runtime is not Runtime.NONE:
-        startup = measure_startup(
-            target, access_for([], live.job_env(), opts.data, opts.scratch, False, True), runs=3
-        ).median_s
-    align_s = _warm_up(opts, live, target, todo[0][0])
+@dataclass(frozen=True)
+class SweepRun:
+    """What every point of one site's sweep is run with: the site and cluster brought up, the
+    job's container and how long it takes to start, and where records go."""
+
+    opts: SweepOptions
+    live: LiveSite
+    client: Client
+    workers: list[str]
+    target: Target
+    store: RecordStore
+    summary: SweepSummary
+    site: SiteInfo
+    startup: float | None  # container start-up (median); None outside a container
+    align_s: float  # concurrent jobs start measuring this long after launch
+
+
+def site_info(live: LiveSite) -> SiteInfo:
+    cfg = live.config
+    return SiteInfo(cfg.name, cfg.kind, getattr(cfg, "profile", None), live.conditions())
+
+
+def _container_startup(opts: SweepOptions, live: LiveSite, target: Target) -> float | None:
+    if target.runtime is Runtime.NONE:
+        return None
+    access = access_for([], live.job_env(), opts.data, opts.scratch, False, True)
+    return measure_startup(target, access, runs=3).median_s
+
+
+def _measure(run: SweepRun, todo: list[tuple[Point, str]]) -> None:
+    live, summary = run.live, run.summary
     bar = tqdm(
         todo,
         desc=live.config.name,
         unit="point",
-        disable=not opts.progress,
+        disable=not run.opts.progress,
         file=sys.stderr,
         dynamic_ncols=True,
     )
     for point, key in bar:
         bar.set_postfix_str(f"{point.section}: {point.label()}"[:80])
-        reason = cluster_skip_reason(point, len(workers))
+        reason = cluster_skip_reason(point, len(run.workers))
         if reason:
             summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
             continue
@@ -227,22 +253,10 @@ def _measure(
         for line in repaired:
             log.warning("%s: before point %s: %s", live.config.name, point.label(), line)
         summary.repairs += repaired
-        records = _run_point(
-            opts, live, client, workers, target, startup, point, key, align_s
-        )
-        base = {
-            "point_key": key,
-            "jobs": point.jobs,
-            "site": live.config.name,
-            "site_kind": live.config.kind,
-            "site_profile": getattr(live.config, "profile", None),
-            "conditions": conditions,
-            "repaired_before": "; ".join(repaired) or None,
-        }
-        rows = [{**r, **base, **dataclasses.asdict(point)} for r in records]
-        store.append(rows)
+        rows = _run_point(run, point, key, "; ".join(repaired) or None)
+        run.store.append(rows)
         summary.measured += 1
-        summary.failed_points += any(r["status"] != "ok" for r in records)
+        summary.failed_points += any(r["status"] != "ok" for r in rows)
 
 
 def _warm_up(opts: SweepOptions, live: LiveSite, target: Target, point: Point) -> float:
@@ -265,17 +279,9 @@ def _warm_up(opts: SweepOptions, live: LiveSite, target: Target, point: Point) -
     return 2 * startup + 1.0
 
 
-def _run_point(
-    opts: SweepOptions,
-    live: LiveSite,
-    client: Client,
-    workers: list[str],
-    target: Target,
-    startup: float | None,
-    point: Point,
-    key: str,
-    align_s: float,
-) -> list[dict[str, Any]]:
+def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> list[dict[str, Any]]:
+    """Measure one point: caches dropped, its jobs started together; one row per job."""
+    opts, live = run.opts, run.live
     live.set_block_readahead(point.block_readahead_kb)
     live.drop_caches()
     disk_before = live.disk_bytes_read()
@@ -286,38 +292,45 @@ def _run_point(
         opts.data,
         opts.scratch,
         point.protocol == "fuse",
-        in_container(target),
+        in_container(run.target),
     )
     start_at = time.time() + BARRIER_S
-    measure_at = start_at + align_s if point.jobs > 1 else None
+    measure_at = start_at + run.align_s if point.jobs > 1 else None
     jobs = [
         Job(
-            key,
-            j,
-            j // point.fill,
-            job_argv(point, url, opts.study.tree, opts.scratch, measure_at),
-            target,
-            access,
-            startup,
-            opts.study.timeout_s,
-            opts.study.retries,
-            opts.study.backoff_s,
+            point_key=key,
+            index=j,
+            node=j // point.fill,
+            argv=job_argv(point, url, opts.study.tree, opts.scratch, measure_at),
+            target=run.target,
+            access=access,
+            startup_s=run.startup,
+            timeout_s=opts.study.timeout_s,
+            retries=opts.study.retries,
+            backoff_s=opts.study.backoff_s,
         )
         for j, url in enumerate(urls)
     ]
-    measured_at = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+    measured_at = utc_now()
     futures = [
-        client.submit(
+        run.client.submit(
             run_job,
             job,
             start_at,
-            workers=[workers[job.node]],
+            workers=[run.workers[job.node]],
             allow_other_workers=False,
             pure=False,
         )
         for job in jobs
     ]
-    records = client.gather(futures)
+    outcomes: list[JobOutcome] = run.client.gather(futures)
     disk_after = live.disk_bytes_read()
-    point_disk = None if disk_before is None or disk_after is None else disk_after - disk_before
-    return [{**r, "measured_at": measured_at, "disk_bytes_read": point_disk} for r in records]
+    info = PointInfo(
+        point_key=key,
+        jobs=point.jobs,
+        measured_at=measured_at,
+        disk_bytes_read=None if None in (disk_before, disk_after) else disk_after - disk_before,
+        repaired_before=repaired,
+    )
+    fields = dataclasses.asdict(point)
+    return [row(outcome, info, run.site, fields) for outcome in outcomes]

@@ -1,0 +1,216 @@
+"""The run record: one job's line in ``records.jsonl`` and its row in a section table.
+
+A record has parts, each made by the one place that knows it and defined once here:
+
+* ``JobResult`` -- what ``instore read`` measured and prints (knobs, ``Measurement``,
+  ``Provenance``, error);
+* ``ContainerRun`` -- what running it in a container adds (runtime, image, start-up, outer wall);
+* ``JobFate`` -- which job of the point it was, where it ran, how many attempts it took;
+* ``PointInfo`` and ``SiteInfo`` -- the point and site the sweep measured it for;
+* the point's own fields (its knobs, section and repetition, ``instore.study.Point``).
+
+``row`` flattens them into the flat dict the log and the tables hold; the field names are the
+column names reports and notebooks read. Standard library only: the payload imports this
+module and starts once per measured job.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.metadata
+import os
+import platform
+import socket
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+RECORD_VERSION = 1
+_PACKAGES = ("instore", "root", "uproot", "awkward", "numpy", "xrootd")
+# Only these environment variables are recorded; never the whole environment (credentials).
+RECORDED_ENV = (
+    "ROOT_TTREECACHE_SIZE",
+    "ROOT_TTREECACHE_PREFILL",
+    "XRD_REQUESTTIMEOUT",
+    "INSTORE_RUNTIME",
+    "INSTORE_IMAGE_DIGEST",
+)
+
+
+def size_histogram(lengths: Iterable[int]) -> dict[str, int]:
+    """Read counts per power-of-two size bucket, keyed by the bucket's upper bound in bytes."""
+    counts = Counter(1 << max(0, int(n - 1).bit_length()) for n in lengths if n > 0)
+    return {str(k): counts[k] for k in sorted(counts)}
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where and with what software a job ran (kept as one JSON column in the tables)."""
+
+    host: str
+    kernel: str
+    python: str
+    root_version: str | None
+    versions: dict[str, str | None]
+    env: dict[str, str]
+    pid: int
+
+    @classmethod
+    def collect(cls) -> Provenance:
+        from instore.rootenv import root_version
+
+        uname = platform.uname()
+        return cls(
+            host=socket.gethostname(),
+            kernel=f"{uname.system} {uname.release}",
+            python=platform.python_version(),
+            root_version=root_version(),
+            versions={p: _version(p) for p in _PACKAGES},
+            env={k: os.environ[k] for k in RECORDED_ENV if k in os.environ},
+            pid=os.getpid(),
+        )
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What one read measured: times from inside the payload's process, counts from the engine."""
+
+    tree: str
+    file_size: int
+    entries: int
+    branches_total: int
+    branches_read: int
+    events: int
+    wall_s: float
+    open_s: float
+    stage_in_s: float
+    user_s: float
+    sys_s: float
+    cpu_efficiency: float | None
+    cpu_wait_s: float
+    event_rate_hz: float | None
+    bytes_read: int
+    read_calls: int
+    vector_reads: int
+    read_size_hist: dict[str, int]
+    bytes_needed: int
+    read_amplification: float | None
+    mb_per_s: float | None
+    cache_bytes_effective: int
+    rchar_delta: int
+    counters: dict[str, float]
+
+
+@dataclass
+class JobResult:
+    """What ``instore read`` prints for one job. A failed read is a result too: ``error`` says
+    why and the measurement holds what was done until then."""
+
+    url: str
+    start_time: str
+    knobs: dict[str, Any]  # the read's options as flat fields: engine, cache_bytes, pattern_*...
+    measurement: Measurement
+    provenance: Provenance
+    error: str | None = None
+    start_lateness_s: float | None = None  # how late the job reached --start-at
+    cold_cache_dropped: bool | None = None  # None: not a cold read of a local file
+    passes: int | None = None  # reads of the file (fixed-time mode); None when it failed
+    record_version: int = RECORD_VERSION
+    reads: list[tuple[int, int]] = field(default_factory=list, repr=False)  # the access log only
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON the payload prints (``reads`` go to the access log, not the record)."""
+        return {
+            "record_version": self.record_version,
+            "url": self.url,
+            "start_time": self.start_time,
+            **self.knobs,
+            "cold_cache_dropped": self.cold_cache_dropped,
+            "passes": self.passes,
+            **asdict(self.measurement),
+            "error": self.error,
+            "start_lateness_s": self.start_lateness_s,
+            "provenance": asdict(self.provenance),
+        }
+
+
+@dataclass(frozen=True)
+class ContainerRun:
+    """What running the payload in a container adds, kept apart from the payload's fields."""
+
+    runtime: str
+    image_digest: str | None
+    container_startup_s: float | None
+    outer_wall_s: float  # the job's wall seen from outside: start-up included
+    exit_status: int
+
+
+@dataclass(frozen=True)
+class JobFate:
+    """Which job of its point a record is, where it ran, and what it took to get it."""
+
+    job: int
+    node: int
+    attempts: int
+    status: str  # "ok" or "failed"
+    attempt_errors: list[str]
+    start_skew_s: float  # how late the job passed the point's barrier
+    batch_job_id: str | None  # the worker's own batch (SLURM) job, if any
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """One job as its worker returns it. The payload's record stays the dict it printed: a
+    payload in an image built from another version keeps its own fields."""
+
+    payload: dict[str, Any]
+    container: ContainerRun
+    fate: JobFate
+
+
+@dataclass(frozen=True)
+class PointInfo:
+    """Which measurement of which point a job belongs to, and what the site did meanwhile."""
+
+    point_key: str
+    jobs: int
+    measured_at: str
+    disk_bytes_read: int | None  # the site's disk, whole point; None where it is not counted
+    repaired_before: str | None  # site repairs made just before the point, "; "-joined
+
+
+@dataclass(frozen=True)
+class SiteInfo:
+    """The site a job measured."""
+
+    site: str
+    site_kind: str
+    site_profile: str | None
+    conditions: dict[str, Any]
+
+
+def row(
+    job: JobOutcome, point: PointInfo, site: SiteInfo, point_fields: Mapping[str, Any]
+) -> dict[str, Any]:
+    """One record as the log and the tables hold it: every part's fields, flat. The point's
+    fields (``dataclasses.asdict(Point)``) come last, so its knobs are what the row says."""
+    return {
+        **job.payload,
+        **asdict(job.container),
+        **asdict(job.fate),
+        **asdict(point),
+        **asdict(site),
+        **point_fields,
+    }
