@@ -36,6 +36,7 @@ test-unit: venv  ## unit tests only (no root, no servers)
 	$(BIN)/python -m pytest -v tests/unit
 
 study: setup  ## set up, then run the whole default study (PROFILE=quick; CONFIG="sites=[mysite]")
+	$(BIN)/python -m instore.workflowlock
 	$(BIN)/snakemake --cores $(CORES) --config profile=$(PROFILE) $(CONFIG) --rerun-incomplete
 
 lab: venv  ## JupyterLab on the results, bound to localhost
