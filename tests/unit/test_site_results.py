@@ -1,0 +1,89 @@
+"""Calibration follows the results directory the caller names (as `--results`, so
+`snakemake --directory` moves it too), never the checkout's. A real site on this machine's
+disk: no root, nothing started."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from instore.calibration import calibration_path, read_calibration, write_calibration
+from instore.cli import main
+from instore.errors import InstoreError
+from instore.site import live as live_module
+from instore.site import open_site
+from instore.site.live import LiveSite
+
+from tests.conftest import write_real_site
+
+
+def real_site(tmp_path: Path) -> Path:
+    """A POSIX endpoint in tmp_path holding the file calibration reads."""
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "cal.bin").write_bytes(os.urandom(1 << 16))
+    path = write_real_site(tmp_path / "r.yaml", {"posix": f"{store}/{{file}}"}, name="r")
+    data = yaml.safe_load(path.read_text())
+    data["calibration"] = {"file": "cal.bin"}
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_conditions_read_the_calibration_of_the_results_directory_given(tmp_path: Path) -> None:
+    site, results = real_site(tmp_path), tmp_path / "elsewhere"
+    write_calibration(results, "r", {"site": "r", "rtt_ms": 1.5})
+    with open_site(site, results=results) as live:
+        assert live.conditions()["calibration"] == {"site": "r", "rtt_ms": 1.5}
+    with open_site(site, results=tmp_path / "empty") as live:
+        assert live.conditions()["calibration"] is None
+
+
+def test_site_calibrate_writes_under_results_of_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = real_site(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["site", "calibrate", str(site)]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert Path(record["path"]).resolve() == (tmp_path / "results" / "r" / "calibration.json")
+    assert read_calibration(Path("results"), "r")["conditions"]["site"] == "r"
+
+
+def test_site_calibrate_follows_results_option(tmp_path: Path) -> None:
+    site, results = real_site(tmp_path), tmp_path / "out"
+    assert main(["site", "calibrate", str(site), "--results", str(results)]) == 0
+    assert calibration_path(results, "r").is_file()
+
+
+def test_damaged_calibration_is_an_error_naming_the_fix(tmp_path: Path) -> None:
+    path = calibration_path(tmp_path, "r")
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    with pytest.raises(InstoreError, match="rerun `instore site calibrate r`"):
+        read_calibration(tmp_path, "r")
+
+
+def test_calibration_measures_what_the_site_says_without_asking_its_kind(tmp_path: Path) -> None:
+    """The real site names its file and size; it has no fio directory and no cold read."""
+    live: LiveSite
+    with open_site(real_site(tmp_path)) as live:
+        assert live.calibration_file() == ("cal.bin", 1 << 16)
+        assert live.fio_target() is None and not live.can_read_cold
+
+
+def test_preflight_asks_the_site_with_its_own_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`instore site preflight` asks the site, which checks with the site file's
+    timeouts.preflight_s (no 5 s of the command's own)."""
+    data = yaml.safe_load(real_site(tmp_path).read_text())
+    data["timeouts"] = {"preflight_s": 0.5}
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(data))
+    asked: list[tuple[dict[str, str], float]] = []
+    monkeypatch.setattr(live_module, "check_all", lambda eps, t: asked.append((eps, t)) or [])
+    assert main(["site", "preflight", str(path)]) == 0
+    assert asked == [({"posix": f"{tmp_path}/store/{{file}}"}, 0.5)]
