@@ -35,6 +35,7 @@ BLOB = "blob.bin"
 BLOB_MB = 24
 INSTORE = [sys.executable, "-m", "instore.cli"]
 HERE = Path(__file__).parent
+CRASH_SITES = ["crash", "term", "abandoned", "held", "released"]  # sites of the processes we kill
 
 
 def profile_config(profile: str) -> SiteConfig:
@@ -48,7 +49,7 @@ def profile_config(profile: str) -> SiteConfig:
 def ours_left() -> list[str]:
     """Resources of any test site still present."""
     left = []
-    for profile in [*PROFILES, "crash", "term"]:
+    for profile in [*PROFILES, *CRASH_SITES]:
         left += existing(SiteNames(TEST_PREFIX + profile))
     out = subprocess.run(["pgrep", "-a", "xrootd"], capture_output=True, text=True).stdout
     left += [line for line in out.splitlines() if TEST_PREFIX in line]
@@ -189,6 +190,10 @@ def test_unordered_cache_off_at_least_5x_slower_on_lan_hdd(
     assert slow["wall_s"] >= 5 * fast["wall_s"]
 
 
+def test_preflight_of_a_running_emulated_site_passes(site: EmulatedLive) -> None:
+    assert site.preflight() == []
+
+
 def test_readahead_and_conditions(site: EmulatedLive) -> None:
     site.set_block_readahead(1024)
     cond = site.conditions()
@@ -281,16 +286,74 @@ def test_sigterm_tears_the_site_down(tmp_path: Path) -> None:
     assert existing(SiteNames(TEST_PREFIX + "term")) == []
 
 
-def test_down_cleans_up_after_a_killed_process(tmp_path: Path) -> None:
-    path = crash_config(tmp_path, "crash")
+def killed_holder(path: Path) -> int:
+    """A process that brought the site up, SIGKILLed: the site stays, its owner is gone."""
     proc = start_holder(path)
     proc.kill()
     proc.wait()
+    return proc.pid
+
+
+def test_down_cleans_up_after_a_killed_process(tmp_path: Path) -> None:
+    path = crash_config(tmp_path, "crash")
     names = SiteNames(TEST_PREFIX + "crash")
-    assert existing(names), "SIGKILL leaves the site up"
-    again = subprocess.run([*INSTORE, "site", "up", str(path)], capture_output=True, text=True)
-    assert again.returncode == 2 and "instore site down" in again.stderr
-    down = subprocess.run([*INSTORE, "site", "down", f"{TEST_PREFIX}crash"], check=False)
-    assert down.returncode == 0
+    try:
+        killed_holder(path)
+        assert existing(names), "SIGKILL leaves the site up"
+        status = subprocess.run([*INSTORE, "site", "status", names.site],
+                                capture_output=True, text=True)  # fmt: skip
+        assert json.loads(status.stdout)[0]["abandoned"] is True
+        down = subprocess.run([*INSTORE, "site", "down", names.site], check=False)
+        assert down.returncode == 0
+        assert existing(names) == []
+    finally:
+        teardown(names)  # idempotent
+
+
+def test_bring_up_removes_a_site_whose_owner_was_killed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A study killed with SIGKILL resumes: the next bring-up removes the leftover itself."""
+    path = crash_config(tmp_path, "abandoned")
+    names = SiteNames(TEST_PREFIX + "abandoned")
+    try:
+        pid = killed_holder(path)
+        assert existing(names)
+        with open_site(path) as live:
+            err = capsys.readouterr().err.strip()
+            assert f"was left up by process {pid}, which is gone" in err and "\n" not in err
+            assert live.preflight() == []
+            assert live.state.data["owner_pid"] == os.getpid()
+        assert existing(names) == []
+    finally:
+        teardown(names)
+
+
+def test_bring_up_refuses_a_site_whose_owner_still_runs(tmp_path: Path) -> None:
+    path = crash_config(tmp_path, "held")
+    names = SiteNames(TEST_PREFIX + "held")
+    holder = start_holder(path)
+    try:
+        again = subprocess.run([*INSTORE, "site", "up", str(path)], capture_output=True, text=True)
+        assert again.returncode == 2 and "instore site down" in again.stderr
+        assert holder.poll() is None and existing(names)
+    finally:
+        holder.terminate()  # SIGTERM: the holder tears its site down
+        holder.wait(timeout=60)
+        teardown(names)
     assert existing(names) == []
-    teardown(names)  # idempotent
+
+
+def test_site_up_leaves_a_site_no_bring_up_removes(tmp_path: Path) -> None:
+    """`instore site up` exits and leaves its site up on purpose: not a crash's leftover."""
+    path = crash_config(tmp_path, "released")
+    names = SiteNames(TEST_PREFIX + "released")
+    try:
+        up = subprocess.run([*INSTORE, "site", "up", str(path)], capture_output=True, text=True)
+        assert up.returncode == 0, up.stderr
+        again = subprocess.run([*INSTORE, "site", "up", str(path)], capture_output=True, text=True)
+        assert again.returncode == 2 and "instore site down" in again.stderr
+        assert existing(names)
+    finally:
+        teardown(names)
+    assert existing(names) == []
