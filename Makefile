@@ -48,5 +48,8 @@ lint: venv  ## ruff
 bench: setup  ## payload overhead benchmarks; writes bench/results.json
 	$(BIN)/python bench/payload_overhead.py
 
+clean-results:  ## delete the measurements and reports (results/, reports/); the next study remeasures
+	rm -rf results reports
+
 lock:  ## refreeze envs/requirements.lock from the current venv
 	$(BIN)/pip freeze --exclude-editable | grep -v '^instore' > envs/requirements.lock.new && mv envs/requirements.lock.new envs/requirements.lock

@@ -1,24 +1,29 @@
 """A rendered site report, opened in headless Chromium: figures load, tables show, no errors.
 
 The page is checked in the browser itself: a small script appended to a copy of each page
-counts images that failed to decode, error/stderr outputs and tables, and Chromium's
-``--dump-dom`` hands the counts back; a screenshot proves the page paints.
+counts images that failed to decode, error/stderr outputs, tables, the conditions table and
+raw JSON visible outside a collapsed <details>, and Chromium's ``--dump-dom`` hands the
+counts back; screenshots prove the pages paint. The reports are made the way the pipeline's
+rules make them: ``instore report execute`` and ``render`` per notebook, then ``index``.
 """
 
 from __future__ import annotations
 
+import html
+import json
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from instore.report.command import NOTEBOOKS, report_compare, report_site
+from instore.cli import main
+from instore.report.command import NOTEBOOKS
 from instore.report.execute import execute, render
-from instore.report.pages import write_index
+from instore.study import SECTIONS
 from instore.summary.command import summarize, write
 
-from tests.unit.data.records import SITES, write_results
+from tests.unit.data.records import SITES, rows, write_calibration, write_results
 
 pytestmark = pytest.mark.integration
 
@@ -27,16 +32,22 @@ FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 )  # fmt: skip
-PROBE = """<script>
+PROBE = r"""<script>
 window.addEventListener("load", () => {
   const imgs = [...document.images];
   const broken = imgs.filter(i => !i.complete || i.naturalWidth === 0).length;
   const errors = document.querySelectorAll(
     '[data-mime-type="application/vnd.jupyter.stderr"], .jp-OutputArea-output.jp-RenderedText[data-mime-type*="error"]').length;
   const tables = document.querySelectorAll("table").length;
+  const conditions = document.querySelectorAll("table.instore-conditions").length;
+  const shown = document.body.cloneNode(true);
+  shown.querySelectorAll("details, script, style").forEach(e => e.remove());
+  const rawJson = (shown.textContent.match(/[{]\s*"[^"]*"\s*:/g) || []).length;
+  const openDetails = document.querySelectorAll("details[open]").length;
   const out = document.createElement("pre");
   out.id = "instore-probe";
-  out.textContent = `images=${imgs.length} broken=${broken} errors=${errors} tables=${tables}`;
+  out.textContent = `images=${imgs.length} broken=${broken} errors=${errors} tables=${tables} ` +
+    `conditions=${conditions} raw_json=${rawJson} open_details=${openDetails}`;
   document.body.appendChild(out);
 });
 </script>"""
@@ -52,11 +63,60 @@ def probe(page: Path, profile: Path) -> dict[str, int]:
     probed = page.with_name(f".probe-{page.name}")
     probed.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
     dom = _chromium(profile, "--virtual-time-budget=5000", "--dump-dom", probed.as_uri())
-    found = re.search(r"images=(\d+) broken=(\d+) errors=(\d+) tables=(\d+)", dom)
+    found = re.search(r"images=(\d+) broken=(\d+) errors=(\d+) tables=(\d+) "
+                      r"conditions=(\d+) raw_json=(\d+) open_details=(\d+)", dom)  # fmt: skip
     assert found, "the probe did not run in the page"
-    return dict(
-        zip(("images", "broken", "errors", "tables"), map(int, found.groups()), strict=True)
-    )
+    names = ("images", "broken", "errors", "tables", "conditions", "raw_json", "open_details")
+    return dict(zip(names, map(int, found.groups()), strict=True))
+
+
+# An emulated site's conditions as the sweep records them, and its calibration: what the
+# index and the overview must show as a short table rather than as JSON.
+EMULATED = {
+    "kind": "emulated", "profile": "lan-hdd", "description": "A LAN site on one SATA spindle.",
+    "workers": {"nodes": 1, "cores": 2}, "protocols": ["posix", "xrootd", "http"],
+    "emulation": {
+        "network": {"bandwidth_mbit": 1000, "rtt_ms_target": 0.5, "rtt_ms_bare": 0.04,
+                    "rtt_ms_measured": 0.52, "delay_hold_ms": 0.46},
+        "disk": {"size_mb": 1024, "filesystem": "ext4", "readahead_kb": 128, "read_iops": 150,
+                 "read_mbps": 120},
+    },
+}  # fmt: skip
+CALIBRATION = {
+    "rtt_ms": 0.52, "measured_at": "2025-01-01T00:00:00Z",
+    "fio": {"seq_read_mb_per_s": 118.0, "rand_read_iops": 149.0},
+    "protocols": {"xrootd": {"mb_per_s": 110.0}, "http": {"mb_per_s": 104.0}},
+}  # fmt: skip
+
+
+def _results(root: Path) -> Path:
+    """The fixture's records, the first site recorded as emulated and calibrated."""
+    records = rows()
+    first = records["site"] == SITES[0]
+    conditions = {**EMULATED, "site": SITES[0], "calibration": CALIBRATION}
+    records.loc[first, "conditions"] = json.dumps(conditions)
+    results = write_results(root / "results", records)
+    write_calibration(results, SITES[0], CALIBRATION)
+    for site in SITES:
+        write(results, site, *summarize(results, site))
+    return results
+
+
+def _make_reports(results: Path, out: Path, data: Path) -> None:
+    """What the report rules run: every section notebook and the overview (the site's
+    index.html), the comparison, then the index page."""
+    site = SITES[0]
+    params = ["-p", f"site={site}", "-p", f"results={results}", "-p", f"data={data}"]
+    jobs = [(name, out / site / name, params) for name in [*SECTIONS, "overview"]]
+    jobs.append(("compare", out / "compare", ["-p", "sites=[]", "-p", f"results={results}"]))
+    for name, stem, parameters in jobs:
+        executed = stem.with_suffix(".ipynb")
+        page = stem.with_name("index.html" if name == "overview" else f"{name}.html")
+        assert main(["report", "execute", str(NOTEBOOKS / f"{name}.ipynb"), "--out",
+                     str(executed), *parameters]) == 0  # fmt: skip
+        assert main(["report", "render", str(executed), "--out", str(page)]) == 0
+    index = ["report", "index", "--sites", site, "--results", str(results)]
+    assert main([*index, "--reports", str(out)]) == 0
 
 
 @pytest.fixture(scope="module")
@@ -64,13 +124,8 @@ def reports(tmp_path_factory: pytest.TempPathFactory, small_files: dict[str, Pat
     if CHROMIUM is None:
         pytest.skip("Debian chromium is not installed (make system)")
     root = tmp_path_factory.mktemp("browser")
-    results = write_results(root / "results")
-    for site in SITES:
-        write(results, site, *summarize(results, site))
     out = root / "reports"
-    report_site(SITES[0], results, out, small_files["ordered"].parent)
-    report_compare([], results, out)
-    write_index(results, out, [SITES[0]])
+    _make_reports(_results(root), out, small_files["ordered"].parent)
     return out
 
 
@@ -89,7 +144,9 @@ def test_site_pages_render_without_broken_images_or_errors(
     reports: Path, tmp_path: Path, page: str, images: int, tables: int
 ) -> None:
     counts = probe(reports / SITES[0] / page, tmp_path / "profile")
-    assert counts == {"images": images, "broken": 0, "errors": 0, "tables": tables}
+    overview = page == "index.html"
+    assert counts == {"images": images, "broken": 0, "errors": 0, "tables": tables,
+                      "conditions": int(overview), "raw_json": 0, "open_details": 0}  # fmt: skip
 
 
 def test_comparison_and_index_pages(reports: Path, tmp_path: Path) -> None:
@@ -97,7 +154,41 @@ def test_comparison_and_index_pages(reports: Path, tmp_path: Path) -> None:
     assert compare["images"] >= 1 and compare["broken"] == 0 and compare["errors"] == 0
     assert compare["tables"] >= 2
     index = probe(reports / "index.html", tmp_path / "profile")
-    assert index["tables"] == 1 and index["errors"] == 0
+    assert index["tables"] == 2 and index["errors"] == 0  # conditions, runs
+
+
+def test_index_leads_with_the_headline_and_shows_conditions_not_json(
+    reports: Path, tmp_path: Path
+) -> None:
+    """A site admin's first screen: best and worst setup, the advice, then the conditions as a
+    short table with units; the recorded JSON only inside a collapsed <details>."""
+    import matplotlib.image as mpimg
+
+    page = reports / "index.html"
+    counts = probe(page, tmp_path / "profile")
+    assert counts["conditions"] == 1 and counts["raw_json"] == 0 and counts["open_details"] == 0
+    text = page.read_text()
+    order = [text.index(s) for s in ("Best setup", "Worst setup", "Recommendations", "Conditions")]
+    assert order == sorted(order)
+    for shown in ("1000 Mbit/s", "0.5 ms round trip", "measured 0.52 ms", "150 random-read IOPS",
+                  "118 MB/s disk (fio sequential)", "1 node(s) x 2 cores"):  # fmt: skip
+        assert shown in text, shown
+    assert '"rtt_ms_bare": 0.04' in html.unescape(text.split("<details>")[1])  # one click away
+    shot = tmp_path / "index.png"
+    _chromium(
+        tmp_path / "profile", "--window-size=1280,1600", f"--screenshot={shot}", page.as_uri()
+    )
+    pixels = mpimg.imread(shot)
+    assert pixels.shape[:2] == (1600, 1280) and pixels.std() > 0.01
+
+
+def test_probe_sees_raw_json_outside_details(tmp_path: Path) -> None:
+    """The JSON check can fail: a dict printed in the page is counted, one in <details> is not."""
+    page = tmp_path / "json.html"
+    page.write_text(
+        '<html><body><p>{"rtt_ms": 1}</p><details><pre>{"a": 1}</pre></details></body></html>'
+    )
+    assert probe(page, tmp_path / "profile")["raw_json"] == 1
 
 
 def test_screenshot_of_the_overview_is_painted(reports: Path, tmp_path: Path) -> None:

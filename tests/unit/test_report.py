@@ -7,12 +7,11 @@ import re
 from pathlib import Path
 
 import nbformat
-import pandas as pd
 import pytest
 from instore.cli import main
 from instore.errors import InstoreError
 from instore.report.command import NOTEBOOKS, parameter
-from instore.report.compare import setups_table
+from instore.report.compare import explorer, load_all, load_summaries, setups_table
 from instore.report.execute import error_outputs, execute, render
 from instore.report.lab import lab_command
 from instore.report.pages import write_index
@@ -71,6 +70,11 @@ def test_index_links_sites_with_conditions_and_provenance(results: Path, tmp_pat
     (tmp_path / "compare.html").write_text("<html></html>")
     page = write_index(results, tmp_path, list(SITES)).read_text()
     records = rows()
+    best = setups_table(load_summaries(results, ["fixture-cold"])).iloc[0]
+    assert f"<b>Best setup:</b> {best['protocol']} ({best['CPU eff.']:.0%} CPU efficiency" in page
+    advice = json.loads((results / "fixture-cold" / "recommendations.json").read_text())
+    assert f'href="fixture-cold/{advice[0]["figure"]}"' in page
+    assert 'class="instore-conditions"' in page and "<details>" in page
     for site in SITES:
         assert f'href="{site}/index.html"' in page
         assert f'href="{site}/cache.html"' in page
@@ -82,9 +86,9 @@ def test_index_links_sites_with_conditions_and_provenance(results: Path, tmp_pat
     assert 'href="compare.html"' in page
 
 
-def test_setups_table_is_the_same_work_on_each_site() -> None:
+def test_setups_table_is_the_same_work_on_each_site(results: Path) -> None:
     records = rows()
-    table = setups_table(records)
+    table = setups_table(load_summaries(results))
     work = records.query("section == 'protocols' and engine == 'root' and status == 'ok'")
     assert len(table) == len(work.groupby(["site", "protocol"]))
     one = table[(table["site"] == "fixture-warm") & (table["protocol"] == "xrootd")].iloc[0]
@@ -122,7 +126,32 @@ def test_explorer_runs_on_all_results(results: Path, tmp_path: Path) -> None:
     nb = nbformat.read(executed, as_version=4)
     shown = "".join(str(o) for c in nb.cells for o in c.get("outputs", []))
     assert all(site in shown for site in SITES)
-    assert pd.notna(nb.cells[-1].outputs)
+    assert "application/vnd.jupyter.widget-view+json" in str(nb.cells[-1].outputs)
+
+
+def test_explorer_plot_follows_the_widgets(results: Path) -> None:
+    """Moving a control redraws: the plot's axis and bars follow the selection."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    widget = explorer(load_all(results))
+    controls = {c.description: c for c in widget.kwargs_widgets}
+
+    def drawn() -> tuple[str, str, list[float]]:
+        ax = widget.result.axes[0]
+        return ax.get_xlabel(), ax.get_ylabel(), [round(b.get_height(), 6) for b in ax.patches]
+
+    controls["section"].value = "protocols"
+    x, y, before = drawn()
+    assert (x, y) == ("protocol", "cpu_efficiency") and before
+    controls["y"].value = "wall_s"
+    assert drawn()[1] == "wall_s" and drawn()[2] != before
+    controls["site"].value = ("fixture-cold",)
+    assert [t.get_text() for t in widget.result.axes[0].get_legend().get_texts()] == [
+        "fixture-cold"
+    ]
+    controls["site"].value = ()
+    assert widget.result is None  # nothing selected: nothing drawn
 
 
 def test_sections_draw_with_one_level_of_each_knob(
@@ -170,3 +199,27 @@ def test_a_section_the_site_could_not_run_says_why(
         in m
         for m in shown
     ), shown
+
+
+def test_conditions_read_as_a_short_table_with_units() -> None:
+    """Not ~60 flattened keys: one line per thing a site admin checks, the JSON collapsed."""
+    from instore.report.conditions import condition_rows, conditions_html
+
+    emulated = {
+        "kind": "emulated", "profile": "wan", "workers": {"nodes": 1, "cores": 2},
+        "emulation": {"network": {"bandwidth_mbit": 100, "rtt_ms_target": 25, "rtt_ms_measured": 25.3},
+                      "disk": {"filesystem": "ext4", "size_mb": 1024, "readahead_kb": 128,
+                               "read_iops": None, "read_mbps": None}},
+        "calibration": None,
+    }  # fmt: skip
+    rows = dict(condition_rows(emulated))
+    assert rows["network (emulated)"] == "100 Mbit/s, 25 ms round trip, measured 25.3 ms"
+    assert rows["disk limits (emulated)"] == "none (the device's own speed)"
+    assert rows["calibrated limits"].startswith("not calibrated")
+    assert len(rows) <= 8
+    real = dict(
+        condition_rows({"kind": "real", "emulation": {"endpoints": {"posix": "/d/{file}"}}})
+    )
+    assert real["endpoints"] == "posix: /d/{file}"
+    page = conditions_html(emulated)
+    assert page.index("</table>") < page.index("<details>") and "<details open" not in page

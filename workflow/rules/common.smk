@@ -36,17 +36,6 @@ def site_file(wildcards):
     return str(site_path(wildcards.site))
 
 
-def run_instore(cmd, log_path, ok=(0,)):
-    """Run an instore command into its log; a failure names the command and its last line
-    (for a notebook: the failing cell's error)."""
-    with open(log_path, "w") as out:
-        status = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT)
-    if status not in ok:
-        lines = Path(log_path).read_text().strip().splitlines() or ["(no output)"]
-        raise WorkflowError(f"{' '.join(cmd[:3])} failed (exit {status}): {lines[-1]} [log: {log_path}]")
-    return status
-
-
 def study_summary_line():
     """The last line of a successful run: where the report is, and how many jobs failed."""
     from instore.sweep.store import failed_jobs

@@ -27,6 +27,9 @@ rule container_image:
         # to them changes this value, and Snakemake reruns the rule for it.
         content=payload_image.current_hash(PROJECT),
         sif="--sif" if RUNTIME is Runtime.APPTAINER else "",
-        project=str(PROJECT.root),
+        project=lambda w, output: Path(output[0]).parents[2],  # the checkout
+    conda:
+        "../../envs/conda.yaml"
     shell:
-        "INSTORE_PROJECT_DIR={params.project} instore container build {params.sif} > {log} 2>&1"
+        "INSTORE_PROJECT_DIR={params.project:q} instore container build {params.sif}"
+        " > {log} 2>&1 || {{ tail -n 1 {log} >&2; false; }}"

@@ -4,12 +4,11 @@ from dataclasses import asdict
 from instore.study.files import replica_names
 
 
-def _layouts():
-    used = {lay for grid in STUDY.sections.values() for lay in grid.get("layout", ["ordered"])}
-    return [lay for lay in ("unordered", "by-branch", "ordered") if lay in used | {"ordered"}]
-
-
-LAYOUTS = _layouts()
+# Ordered is always made: the sections that do not vary the layout read it.
+USED_LAYOUTS = {"ordered"} | {
+    lay for grid in STUDY.sections.values() for lay in grid.get("layout", ["ordered"])
+}
+LAYOUTS = [lay for lay in ("unordered", "by-branch", "ordered") if lay in USED_LAYOUTS]
 FILES = [f"{DATA}/{name}" for name in replica_names(LAYOUTS, STUDY.files.replicas)]
 
 
@@ -21,8 +20,10 @@ rule generate_files:
     params:
         spec=asdict(STUDY.files),
         layouts=",".join(LAYOUTS),
-        out=DATA,
+        out=lambda w, output: Path(output[0]).parent,
+    conda:
+        "../../envs/conda.yaml"
     shell:
         "instore generate --size-mb {params.spec[size_mb]} --layouts {params.layouts}"
         " --replicas {params.spec[replicas]} --seed {params.spec[seed]}"
-        " --cluster-mb {params.spec[cluster_mb]} --out {params.out} > {log} 2>&1"
+        " --cluster-mb {params.spec[cluster_mb]} --out {params.out:q} > {log} 2>&1"

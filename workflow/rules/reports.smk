@@ -1,31 +1,13 @@
 # Summaries, one executed notebook per site and section, HTML per notebook, each site's
-# overview (its index.html), the cross-site comparison and the index page.
+# overview (its index.html), the cross-site comparison and the index page. Each rule runs one
+# `instore summarize` or `instore report execute|render|index`; its output goes to its log,
+# and a failure shows the log's last line (for a notebook, the failing cell's error).
 NOTEBOOKS = Path(workflow.basedir) / "notebooks"
-
-
-def site_sections(wildcards):
-    return expand(f"{RESULTS}/{wildcards.site}/{{section}}.parquet", section=SECTIONS_RUN)
-
-
-def section_pages(wildcards):
-    return expand(f"{REPORTS}/{wildcards.site}/{{section}}.html", section=SECTIONS_RUN)
-
-
-def notebook_data(wildcards):
-    """The layout notebook draws the access map from the generated files themselves."""
-    return FILES if wildcards.name == "layout" else []
-
-
-def notebook_parameters(site):
-    return [
-        "-p", f"site={site}", "-p", f"results={Path(RESULTS).resolve()}",
-        "-p", f"data={Path(DATA).resolve()}",
-    ]  # fmt: skip
 
 
 rule summarize_site:
     input:
-        sections=site_sections,
+        sections=lambda w: expand(f"{RESULTS}/{w.site}/{{s}}.parquet", s=SECTIONS_RUN),
         calibration=calibration_inputs,
     output:
         f"{RESULTS}/{{site}}/summary.parquet",
@@ -33,16 +15,20 @@ rule summarize_site:
     log:
         f"{LOGS}/{{site}}/summarize.log",
     params:
-        results=RESULTS,
+        results=lambda w, output: Path(output[0]).parents[1],
+    conda:
+        "../../envs/conda.yaml"
     shell:
-        "instore summarize --site {wildcards.site} --results {params.results} > {log} 2>&1"
+        "instore summarize --site {wildcards.site} --results {params.results:q}"
+        " > {log} 2>&1 || {{ tail -n 1 {log} >&2; false; }}"
 
 
 rule execute_notebook:
     input:
         notebook=str(NOTEBOOKS / "{name}.ipynb"),
         summary=f"{RESULTS}/{{site}}/summary.parquet",
-        data=notebook_data,
+        # The layout notebook draws the access map from the generated files themselves.
+        data=lambda w: FILES if w.name == "layout" else [],
     output:
         f"{REPORTS}/{{site}}/{{name}}.ipynb",
     log:
@@ -50,12 +36,15 @@ rule execute_notebook:
     wildcard_constraints:
         name="|".join(SECTIONS),
     params:
-        parameters=lambda w: notebook_parameters(w.site),
-    run:
-        run_instore(
-            ["instore", "report", "execute", input.notebook, "--out", output[0], *params.parameters],
-            log[0],
-        )
+        parameters=lambda w: [
+            "-p", f"site={w.site}", "-p", f"results={Path(RESULTS).resolve()}",
+            "-p", f"data={Path(DATA).resolve()}",
+        ],  # fmt: skip
+    conda:
+        "../../envs/conda.yaml"
+    shell:
+        "instore report execute {input.notebook:q} --out {output:q} {params.parameters:q}"
+        " > {log} 2>&1 || {{ tail -n 1 {log} >&2; false; }}"
 
 
 use rule execute_notebook as execute_overview with:
@@ -63,7 +52,8 @@ use rule execute_notebook as execute_overview with:
         notebook=str(NOTEBOOKS / "overview.ipynb"),
         summary=f"{RESULTS}/{{site}}/summary.parquet",
         recommendations=f"{RESULTS}/{{site}}/recommendations.json",
-        pages=section_pages,  # its links must not dangle
+        # its links must not dangle
+        pages=lambda w: expand(f"{REPORTS}/{w.site}/{{s}}.html", s=SECTIONS_RUN),
     output:
         f"{REPORTS}/{{site}}/overview.ipynb",
     log:
@@ -81,8 +71,11 @@ rule render_page:
         f"{LOGS}/{{site}}/render-{{name}}.log",
     wildcard_constraints:
         name="|".join(SECTIONS),
+    conda:
+        "../../envs/conda.yaml"
     shell:
-        "instore report render {input} --out {output} > {log} 2>&1"
+        "instore report render {input:q} --out {output:q}"
+        " > {log} 2>&1 || {{ tail -n 1 {log} >&2; false; }}"
 
 
 use rule render_page as render_site_index with:
@@ -99,7 +92,7 @@ use rule render_page as render_site_index with:
 rule execute_compare:
     input:
         notebook=str(NOTEBOOKS / "compare.ipynb"),
-        sections=expand(f"{RESULTS}/{{site}}/{{section}}.parquet", site=SITES, section=SECTIONS_RUN),
+        summaries=expand(f"{RESULTS}/{{site}}/summary.parquet", site=SITES),
     output:
         f"{REPORTS}/compare.ipynb",
     log:
@@ -108,11 +101,11 @@ rule execute_compare:
         parameters=[
             "-p", f"sites={json.dumps(SITES)}", "-p", f"results={Path(RESULTS).resolve()}",
         ],  # fmt: skip
-    run:
-        run_instore(
-            ["instore", "report", "execute", input.notebook, "--out", output[0], *params.parameters],
-            log[0],
-        )
+    conda:
+        "../../envs/conda.yaml"
+    shell:
+        "instore report execute {input.notebook:q} --out {output:q} {params.parameters:q}"
+        " > {log} 2>&1 || {{ tail -n 1 {log} >&2; false; }}"
 
 
 use rule render_page as render_compare with:
@@ -128,6 +121,8 @@ rule index_page:
     input:
         sites=expand(f"{REPORTS}/{{site}}/index.html", site=SITES),
         compare=f"{REPORTS}/compare.html",
+        summaries=expand(f"{RESULTS}/{{site}}/summary.parquet", site=SITES),
+        recommendations=expand(f"{RESULTS}/{{site}}/recommendations.json", site=SITES),
         sections=expand(f"{RESULTS}/{{site}}/{{section}}.parquet", site=SITES, section=SECTIONS_RUN),
     output:
         f"{REPORTS}/index.html",
@@ -135,8 +130,10 @@ rule index_page:
         f"{LOGS}/index.log",
     params:
         sites=",".join(SITES),
-        results=RESULTS,
-        reports=REPORTS,
+        results=lambda w, input: Path(input.summaries[0]).parents[1],
+        reports=lambda w, output: Path(output[0]).parent,
+    conda:
+        "../../envs/conda.yaml"
     shell:
-        "instore report index --sites {params.sites} --results {params.results}"
-        " --reports {params.reports} > {log} 2>&1"
+        "instore report index --sites {params.sites} --results {params.results:q}"
+        " --reports {params.reports:q} > {log} 2>&1 || {{ tail -n 1 {log} >&2; false; }}"

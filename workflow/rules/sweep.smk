@@ -1,28 +1,9 @@
 # The sweep: one job per site and section. Points never overlap in time, so a sweep takes
 # every core and no two sweeps (or a sweep and a calibration) run together. The sweep brings
-# an emulated site up and down itself; failed points are recorded in the table, not dropped.
-import datetime as dt
-
-from instore.sweep.store import RecordStore
-
-SWEEP_FAILED_POINTS = 1  # `instore sweep` exit status when some points failed but were recorded
-
-
-def _mtime(path):
-    return dt.datetime.fromtimestamp(Path(path).stat().st_mtime, dt.UTC)
-
-
-def records_stale(site, section, inputs):
-    """True when this section already has records older than one of the inputs (site file,
-    data, calibration): those were measured under other conditions, so measure again
-    (--force). With no records, or records newer than every input, the sweep resumes."""
-    times = [
-        dt.datetime.fromisoformat(r["start_time"])
-        for r in RecordStore(Path(RESULTS), site).records()
-        if r.get("section") == section and r.get("start_time")
-    ]
-    newest_input = max((_mtime(p) for p in inputs), default=None)
-    return bool(times) and newest_input is not None and max(times) < newest_input
+# an emulated site up and down itself; failed points are recorded in the table, not dropped
+# (--failed-points-ok: they are the study's findings, not the pipeline's failure). Records
+# older than the site file, the data or the calibration were measured under other
+# conditions: --resume-if-current remeasures them, and otherwise resumes.
 
 
 rule sweep_section:
@@ -41,17 +22,19 @@ rule sweep_section:
         files=lambda w: json.dumps(asdict(STUDY.files), sort_keys=True),
         repetitions=STUDY.repetitions,
         runtime=RUNTIME.value,
+        study=str(STUDY_FILE),
+        profile=STUDY.profile,
+        data=lambda w, input: Path(input.files[0]).parent,
+        results=lambda w, output: Path(output[0]).parents[1],
     wildcard_constraints:
         section="|".join(SECTIONS),
     threads: workflow.cores
-    run:
-        measured = [input.site, *input.files, *input.calibration]
-        force = records_stale(wildcards.site, wildcards.section, measured)
-        cmd = [
-            "instore", "sweep", "--site", wildcards.site, "--sections", wildcards.section,
-            "--study", str(STUDY_FILE), "--profile", STUDY.profile, "--data", DATA,
-            "--results", RESULTS, "--runtime", params.runtime, "--no-progress",
-        ]  # fmt: skip
-        status = run_instore(cmd + (["--force"] if force else []), log[0], (0, SWEEP_FAILED_POINTS))
-        if status == SWEEP_FAILED_POINTS:
-            print(f"instore: {wildcards.site}/{wildcards.section}: some points failed; see {log[0]}")
+    conda:
+        "../../envs/conda.yaml"
+    shell:
+        "instore sweep --site {wildcards.site} --sections {wildcards.section}"
+        " --study {params.study:q} --profile {params.profile} --data {params.data:q}"
+        " --results {params.results:q} --runtime {params.runtime} --no-progress"
+        " --failed-points-ok"
+        " --resume-if-current {input.site:q} {input.files:q} {input.calibration:q}"
+        " > {log} 2>&1 || {{ tail -n 1 {log} >&2; false; }}"

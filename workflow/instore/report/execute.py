@@ -18,9 +18,7 @@ KERNEL = "python3"
 _REMOTE = re.compile(r'<script[^>]+src="https?://[^"]*"[^>]*>\s*</script>', re.IGNORECASE)
 
 
-def execute(
-    notebook: Path, out: Path, parameters: Mapping[str, Any], cwd: Path | None = None
-) -> Path:
+def execute(notebook: Path, out: Path, parameters: Mapping[str, Any]) -> Path:
     """Run ``notebook`` with ``parameters`` into ``out``; a failing cell is an InstoreError."""
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
@@ -31,7 +29,7 @@ def execute(
     try:
         pm.execute_notebook(
             str(notebook), str(out), parameters=dict(parameters), kernel_name=KERNEL,
-            cwd=str(cwd) if cwd else None, progress_bar=False, log_output=False,
+            progress_bar=False, log_output=False,
         )  # fmt: skip
     except PapermillExecutionError as err:
         raise InstoreError(
@@ -41,7 +39,7 @@ def execute(
     return out
 
 
-def render(executed: Path, out: Path, title: str | None = None) -> Path:
+def render(executed: Path, out: Path) -> Path:
     """HTML with inputs and prompts hidden; images are inline, no remote scripts remain."""
     import nbformat
     from nbconvert import HTMLExporter
@@ -51,8 +49,6 @@ def render(executed: Path, out: Path, title: str | None = None) -> Path:
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
     nb = nbformat.read(executed, as_version=4)
-    if title:
-        nb.metadata["title"] = title
     body, _ = exporter.from_notebook_node(nb)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(_REMOTE.sub("", body))

@@ -1,5 +1,6 @@
-"""``reports/index.html``: every site's report and the comparison, with the conditions and
-provenance of the runs behind them, all read from the sites' Parquet records."""
+"""``reports/index.html``: each site's headline first (its best and worst setup, its
+recommendations), then the conditions as a short table (the full JSON one click away) and the
+provenance of the runs; all read from the sites' records and summaries."""
 
 from __future__ import annotations
 
@@ -11,12 +12,19 @@ from typing import Any
 
 import pandas as pd
 
+from instore.report.compare import best_and_worst
+from instore.report.conditions import conditions_html
 from instore.report.sections import TITLES
+from instore.summary.command import recommendations_path, summary_path
 from instore.summary.load import read_site, sections_present
 
 STYLE = (
-    "body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
-    "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left}"
+    "body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em;line-height:1.4}"
+    "table{border-collapse:collapse;margin:.5em 0}"
+    "td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}"
+    "th{background:#f4f4f4;white-space:nowrap}section.instore-site{margin-bottom:2.5em}"
+    ".instore-headline li{margin:.2em 0}details{margin:.5em 0}summary{cursor:pointer;color:#555}"
+    "pre{background:#f8f8f8;padding:.5em;overflow-x:auto;font-size:85%}"
 )
 
 
@@ -29,17 +37,16 @@ def _distinct(values: Iterable[Any]) -> str:
     return ", ".join(found) if found else "none"
 
 
+def latest_conditions(rows: pd.DataFrame) -> dict[str, Any]:
+    """The conditions the site's latest run recorded."""
+    return _json(rows.sort_values("start_time").iloc[-1]["conditions"])
+
+
 def site_facts(rows: pd.DataFrame) -> dict[str, str]:
-    """Conditions and provenance of a site's runs, as label -> text."""
-    latest = rows.sort_values("start_time").iloc[-1]
-    cond = _json(latest["conditions"])
+    """Provenance of a site's runs, as label -> text (the conditions have their own table)."""
     prov = [_json(p) for p in rows["provenance"]]
     versions = {k: v for p in prov for k, v in (p.get("versions") or {}).items() if v}
     return {
-        "kind / storage": f"{latest['site_kind']} / {latest['site_profile']}",
-        "description": str(cond.get("description", "")),
-        "emulation": json.dumps(cond.get("emulation") or {}, sort_keys=True),
-        "calibration": json.dumps(cond.get("calibration"), sort_keys=True),
         "jobs": f"{(rows['status'] == 'ok').sum()} ok, {(rows['status'] != 'ok').sum()} failed",
         "measured": f"{rows['start_time'].min()} to {rows['start_time'].max()}",
         "hosts / kernels": f"{_distinct(p.get('host') for p in prov)} / {_distinct(p.get('kernel') for p in prov)}",
@@ -48,8 +55,41 @@ def site_facts(rows: pd.DataFrame) -> dict[str, str]:
     }
 
 
+def _setup(label: str, row: pd.Series) -> str:
+    rate = row["events/s"]
+    rate_text = "" if pd.isna(rate) else f", {rate:,.0f} events/s per job"
+    return (
+        f"<li><b>{label}:</b> {html.escape(str(row['protocol']))} "
+        f"({row['CPU eff.']:.0%} CPU efficiency{rate_text})</li>"
+    )
+
+
+def headline(results: Path, site: str) -> str:
+    """Best and worst setup on the same work, then the site's recommendations, linked."""
+    items = []
+    if summary_path(results, site).is_file():
+        ends = best_and_worst(pd.read_parquet(summary_path(results, site)))
+        if ends is not None:
+            items += [_setup("Best setup", ends[0]), _setup("Worst setup", ends[1])]
+    if not items:
+        items.append("<li>No protocol comparison measured yet.</li>")
+    recs = []
+    if recommendations_path(results, site).is_file():
+        recs = json.loads(recommendations_path(results, site).read_text())
+    advice = "".join(
+        f'<li>{html.escape(r["text"])} <a href="{site}/{html.escape(r["figure"])}">(evidence)</a></li>'
+        for r in recs
+    )
+    advice = f"<ol>{advice}</ol>" if advice else "<p>No recommendation yet.</p>"
+    return (
+        f'<ul class="instore-headline">{"".join(items)}</ul><p><b>Recommendations</b></p>{advice}'
+    )
+
+
 def _site_block(results: Path, site: str) -> str:
     rows = read_site(results, site)
+    cond = latest_conditions(rows)
+    name = html.escape(site)
     links = " | ".join(
         f'<a href="{site}/{s}.html">{html.escape(TITLES[s])}</a>'
         for s in sections_present(results, site)
@@ -58,9 +98,12 @@ def _site_block(results: Path, site: str) -> str:
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
         for k, v in site_facts(rows).items()
     )
+    description = html.escape(str(cond.get("description") or ""))
     return (
-        f'<h2 id="site-{html.escape(site)}"><a href="{site}/index.html">{html.escape(site)}</a></h2>'
-        f"<p>{links}</p><table>{facts}</table>"
+        f'<section class="instore-site"><h2 id="site-{name}"><a href="{site}/index.html">{name}</a></h2>'
+        f"<p>{description}</p>{headline(results, site)}<p>Sections: {links}</p>"
+        f"<h3>Conditions</h3>{conditions_html(cond)}"
+        f'<h3>Runs</h3><table class="instore-runs">{facts}</table></section>'
     )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from instore.report import show
+from instore.report.conditions import conditions_html
 from instore.report.plots import iqr, limit_line, panels
 from instore.report.view import SiteView
 from instore.study import SECTIONS
@@ -335,9 +336,8 @@ def overview_table(view: SiteView) -> None:
 
 
 def conditions_table(view: SiteView) -> None:
-    """The emulated conditions and calibrated limits the results were measured under."""
-    cond = view.conditions()
-    flat = pd.json_normalize(cond, sep=".").T.reset_index()
-    flat.columns = ["condition", "value"]
-    flat["value"] = flat["value"].map(str)
-    show.table(flat, "Conditions recorded with the runs")
+    """The conditions and calibrated limits the results were measured under: a short table,
+    the full record in a collapsed block."""
+    show._display(
+        f"<p><b>Conditions recorded with the runs</b></p>{conditions_html(view.conditions())}"
+    )

@@ -46,9 +46,18 @@ def summarize(
 ) -> tuple[pd.DataFrame, list[Recommendation]]:
     """The site's point statistics (with limit fractions) and what they recommend."""
     limits = from_calibration(read_calibration(results, site))
-    stats = point_stats(read_site(results, site), limits)
+    rows = read_site(results, site)
+    stats = point_stats(rows, limits)
     stats["limits_source"] = limits.source
+    stats["site_profile"] = _storage(rows)
     return stats, recommend(stats, floor)
+
+
+def _storage(rows: pd.DataFrame) -> str | None:
+    """The site's storage profile as its latest run recorded it (the comparison's label)."""
+    if "site_profile" not in rows or rows.empty:
+        return None
+    return str(rows.sort_values("start_time")["site_profile"].iloc[-1])
 
 
 def write(results: Path, site: str, stats: pd.DataFrame, advice: list[Recommendation]) -> None:

@@ -8,10 +8,14 @@ from pathlib import Path
 
 from instore.cliutil import comma_choices
 from instore.errors import InstoreError
+from instore.site import load_site
 from instore.study import SECTIONS, load_study
 from instore.study.config import DEFAULT_STUDY
 from instore.sweep.cluster import ClusterSpec
-from instore.sweep.runner import SweepOptions, run_site
+from instore.sweep.runner import SweepOptions, SweepSummary, run_site
+from instore.sweep.store import records_older_than
+
+FAILED_POINTS = 1  # exit status when some points' jobs failed (they are in the tables)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -55,6 +59,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--force", action="store_true", help="remeasure points already measured")
     p.add_argument(
+        "--resume-if-current",
+        nargs="+",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="remeasure (as --force) when the sections' records are older than one of these "
+        "files (site file, data, calibration: the conditions they were measured under); "
+        "otherwise resume",
+    )
+    p.add_argument(
+        "--failed-points-ok",
+        action="store_true",
+        help="exit 0 when some points' jobs failed (they are recorded in the tables); "
+        f"default: exit {FAILED_POINTS}",
+    )
+    p.add_argument(
         "--runtime",
         default="none",
         choices=["auto", "podman", "apptainer", "none"],
@@ -80,6 +100,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def force_measure(args: argparse.Namespace) -> bool:
+    """--force, or --resume-if-current with records measured before one of its files."""
+    if args.force:
+        return True
+    stale = bool(args.resume_if_current) and records_older_than(
+        args.results, load_site(args.site).name, args.sections, args.resume_if_current
+    )
+    if stale:
+        logging.info(
+            "records older than %s: remeasuring", ", ".join(map(str, args.resume_if_current))
+        )
+    return stale
+
+
+def exit_status(summary: SweepSummary, failed_points_ok: bool) -> int:
+    """0, or FAILED_POINTS when some points failed (recorded), unless that is declared fine."""
+    if summary.failed_points and not failed_points_ok:
+        return FAILED_POINTS
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="instore sweep: %(message)s")
     if args.nodes < 1:
@@ -93,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         data=args.data,
         results=args.results,
         scratch=args.scratch,
-        force=args.force,
+        force=force_measure(args),
         runtime=args.runtime,
         cluster=ClusterSpec(
             kind=kind, address=args.scheduler, nodes=args.nodes, slurm_queue=args.slurm_queue
@@ -106,4 +147,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"  skipped {n}: {reason}")
     for section, path in summary.tables.items():
         print(f"  {section}: {path}")
-    return 1 if summary.failed_points else 0
+    return exit_status(summary, args.failed_points_ok)

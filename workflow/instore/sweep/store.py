@@ -119,3 +119,23 @@ def _write_parquet(df: pd.DataFrame, path: Path) -> Path:
     df.to_parquet(tmp, index=False)
     os.replace(tmp, path)
     return path
+
+
+def records_older_than(
+    results: Path, site: str, sections: Collection[str], inputs: Iterable[Path]
+) -> bool:
+    """True when these sections already have records and the newest is older than one of
+    ``inputs`` (site file, data, calibration): those were measured under other conditions, so
+    the sweep measures again. With no records, or records newer than every input, it resumes."""
+    times = [
+        _utc(pd.Timestamp(r["start_time"]))
+        for r in RecordStore(results, site).records()
+        if r.get("section") in sections and r.get("start_time")
+    ]
+    changed = [pd.Timestamp(Path(p).stat().st_mtime, unit="s", tz="UTC") for p in inputs]
+    return bool(times) and bool(changed) and max(times) < max(changed)
+
+
+def _utc(time: pd.Timestamp) -> pd.Timestamp:
+    """Record times carry UTC; one without a zone is read as UTC."""
+    return time.tz_localize("UTC") if time.tzinfo is None else time

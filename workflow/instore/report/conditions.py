@@ -1,0 +1,101 @@
+"""The conditions a site's results were measured under, as a site admin reads them: a short
+table of network, disk, limits and workers with units, and the full record one click away.
+
+The sweep records the conditions as nested JSON (``conditions`` in every row); flattening it
+gives dozens of keys like ``calibration.conditions.emulation.network.rtt_ms_bare``. Here each
+line is one thing a person checks, and the JSON stays in a collapsed ``<details>`` block.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from instore.summary.limits import from_calibration
+
+
+def _num(value: Any, unit: str, digits: int = 3) -> str | None:
+    """``value`` with its unit, or None when it was not recorded."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    return f"{value:.{digits}g} {unit}"
+
+
+def _joined(*parts: str | None) -> str:
+    return ", ".join(p for p in parts if p) or "not recorded"
+
+
+def _network(net: Mapping[str, Any]) -> str:
+    measured = _num(net.get("rtt_ms_measured"), "ms")
+    bare = _num(net.get("rtt_ms_bare"), "ms")
+    rtt = _num(net.get("rtt_ms_target"), "ms round trip")
+    return _joined(
+        _num(net.get("bandwidth_mbit"), "Mbit/s", 4),
+        rtt,
+        f"measured {measured}" if measured else None,
+        f"{bare} without the emulated delay" if bare else None,
+    )
+
+
+def _disk(disk: Mapping[str, Any]) -> str:
+    readahead = _num(disk.get("readahead_kb"), "KB")
+    return _joined(
+        disk.get("filesystem"),
+        _num(disk.get("size_mb"), "MB", 6),
+        f"block readahead {readahead}" if readahead else None,
+    )
+
+
+def _disk_limits(disk: Mapping[str, Any]) -> str:
+    found = _joined(_num(disk.get("read_iops"), "random-read IOPS", 6),
+                    _num(disk.get("read_mbps"), "MB/s", 4))  # fmt: skip
+    return "none (the device's own speed)" if found == "not recorded" else found
+
+
+def _calibration(cal: Mapping[str, Any] | None) -> str:
+    if not cal:
+        return "not calibrated: figures show no limit lines"
+    rtt = _num(cal.get("rtt_ms"), "ms")
+    text = from_calibration(cal).describe()
+    extra = _joined(f"RTT {rtt}" if rtt else None, cal.get("measured_at"))
+    return text if extra == "not recorded" else f"{text} ({extra})"
+
+
+def condition_rows(cond: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(what, value with units) for the conditions a site admin checks first."""
+    emulation = cond.get("emulation") or {}
+    workers = cond.get("workers") or {}
+    rows = [("kind / storage profile", f"{cond.get('kind', '?')} / {cond.get('profile', '?')}")]
+    if cond.get("description"):
+        rows.append(("description", str(cond["description"])))
+    if "network" in emulation:
+        rows.append(("network (emulated)", _network(emulation["network"])))
+    if "disk" in emulation:
+        rows.append(("disk (emulated)", _disk(emulation["disk"])))
+        rows.append(("disk limits (emulated)", _disk_limits(emulation["disk"])))
+    if emulation.get("endpoints"):
+        ends = ", ".join(f"{k}: {v}" for k, v in sorted(emulation["endpoints"].items()))
+        rows.append(("endpoints", ends))
+    if workers:
+        rows.append(("workers", f"{workers.get('nodes', '?')} node(s) x {workers.get('cores', '?')} cores"))  # fmt: skip
+    if cond.get("protocols"):
+        rows.append(("protocols offered", ", ".join(cond["protocols"])))
+    rows.append(("calibrated limits", _calibration(cond.get("calibration"))))
+    return rows
+
+
+def conditions_html(cond: Mapping[str, Any]) -> str:
+    """The short table, then the full recorded JSON in a collapsed block."""
+    left = ' style="text-align:left"'  # a notebook page right-aligns cells: this is prose
+    body = "".join(
+        f"<tr><th{left}>{html.escape(k)}</th><td{left}>{html.escape(v)}</td></tr>"
+        for k, v in condition_rows(cond)
+    )
+    full = html.escape(json.dumps(cond, indent=2, sort_keys=True))
+    return (
+        f'<table class="instore-conditions">{body}</table>'
+        "<details><summary>All recorded conditions (JSON)</summary>"
+        f"<pre>{full}</pre></details>"
+    )
