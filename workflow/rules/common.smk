@@ -3,7 +3,6 @@
 # study.schema.json and every site file against site.schema.json.
 import json
 import os
-import subprocess
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -34,6 +33,11 @@ LOGS = "logs"
 def site_file(wildcards):
     """The site's YAML: an input of every rule of that site, so editing it redoes only it."""
     return str(site_path(wildcards.site))
+
+
+def calibration_inputs(wildcards):
+    """The site's calibration, when the study calibrates: reports show results against it."""
+    return [f"{RESULTS}/{wildcards.site}/calibration.json"] if CALIBRATE else []
 
 
 def study_summary_line():

@@ -3,10 +3,6 @@
 # It measures storage, so it never runs beside a sweep (threads: all cores).
 
 
-def calibration_inputs(wildcards):
-    return [f"{RESULTS}/{wildcards.site}/calibration.json"] if CALIBRATE else []
-
-
 rule calibrate_site:
     input:
         site=site_file,
@@ -15,6 +11,11 @@ rule calibrate_site:
         f"{RESULTS}/{{site}}/calibration.json",
     log:
         f"{LOGS}/{{site}}/calibrate.log",
+    params:
+        results=lambda w, output: Path(output[0]).parents[1],
     threads: workflow.cores
+    conda:
+        "../../envs/conda.yaml"
     shell:
-        "instore site calibrate {wildcards.site} --results {RESULTS} > {log} 2>&1"
+        "instore site calibrate {wildcards.site} --results {params.results:q}"
+        " > {log} 2>&1 || {{ tail -n 1 {log} >&2; false; }}"

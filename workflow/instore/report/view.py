@@ -14,10 +14,11 @@ from typing import Any
 
 import pandas as pd
 
+from instore.calibration import read_calibration
 from instore.errors import InstoreError
 from instore.summary.command import recommendations_path, summary_path
 from instore.summary.limits import Limits, from_calibration
-from instore.summary.load import read_calibration, read_section, sections_present
+from instore.summary.load import read_section, sections_present
 from instore.summary.stats import cache_label, with_derived
 
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from instore.calibration import read_calibration
 from instore.summary.limits import from_calibration
-from instore.summary.load import read_calibration, read_site
+from instore.summary.load import read_site
 from instore.summary.recommend import EFFICIENCY_FLOOR, Recommendation, recommend
 from instore.summary.stats import point_stats
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -18,23 +17,6 @@ from instore.study import SECTIONS
 
 def section_path(results: Path, site: str, section: str) -> Path:
     return results / site / f"{section}.parquet"
-
-
-def calibration_path(results: Path, site: str) -> Path:
-    """Where ``instore site calibrate`` leaves its measurement (as ``instore.site.live``)."""
-    return results / site / "calibration.json"
-
-
-def read_calibration(results: Path, site: str) -> dict[str, Any] | None:
-    path = calibration_path(results, site)
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text())
-    except ValueError as err:
-        raise InstoreError(
-            f"{path}: not valid JSON ({err})", "rerun instore site calibrate"
-        ) from err
 
 
 def sections_present(results: Path, site: str) -> list[str]:
