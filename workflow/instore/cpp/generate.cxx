@@ -5,11 +5,16 @@
 #include <TBranch.h>
 #include <TNamed.h>
 #include <Compression.h>
+#include <ROOT/RFieldBase.hxx>
+#include <ROOT/RNTupleModel.hxx>
+#include <ROOT/RNTupleWriteOptions.hxx>
+#include <ROOT/RNTupleWriter.hxx>
 #include <cmath>
 #include <cstdint>
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <exception>
 #include <random>
 #include <string>
 #include <vector>
@@ -236,6 +241,140 @@ inline Long64_t fast_clone(const char *src, const char *dst, const char *tree_na
    Long64_t n = c->GetEntries();
    out->Close();
    return n;
+}
+
+// ---- RNTuple: the same events, the same field names, written with RNTupleWriter. ----
+
+// One std::vector field of a collection, filled from the TTree model's Buffer after each event.
+struct VectorField {
+   char type;
+   std::vector<float> f;
+   std::vector<double> d;
+   std::vector<std::int32_t> i;
+   std::vector<std::int64_t> l;
+   std::vector<bool> o;
+
+   void *ptr() {
+      switch (type) {
+      case 'F': return &f;
+      case 'D': return &d;
+      case 'I': return &i;
+      case 'L': return &l;
+      default: return &o;
+      }
+   }
+   template <typename T>
+   static void copy(std::vector<T> &v, const Buffer &b, int n) {
+      const T *p = reinterpret_cast<const T *>(b.bytes.data());
+      v.assign(p, p + n);
+   }
+   void assign(const Buffer &b, int n) {
+      switch (type) {
+      case 'F': copy(f, b, n); break;
+      case 'D': copy(d, b, n); break;
+      case 'I': copy(i, b, n); break;
+      case 'L': copy(l, b, n); break;
+      default: {
+         const bool *p = reinterpret_cast<const bool *>(b.bytes.data());
+         o.assign(p, p + n);
+      }
+      }
+   }
+};
+
+inline std::string rntuple_type(char t, int size) {
+   std::string base;
+   switch (t) {
+   case 'F': base = "float"; break;
+   case 'D': base = "double"; break;
+   case 'I': base = "std::int32_t"; break;
+   case 'L': base = "std::int64_t"; break;
+   default: base = "bool";
+   }
+   if (size == 0) return "std::vector<" + base + ">";
+   if (size > 1) return "std::array<" + base + "," + std::to_string(size) + ">";
+   return base;
+}
+
+inline std::string &rntuple_error() {
+   static std::string message;
+   return message;
+}
+
+// Fields in the TTree's branch order: n<Coll> (int32), <Coll>_<f> (std::vector), then the
+// event scalars and fixed arrays (std::array), bound straight onto the TTree model's buffers.
+inline void add_rntuple_fields(ROOT::RNTupleModel &m, const EventModel &model) {
+   auto add = [&](const std::string &name, const std::string &type) {
+      m.AddField(ROOT::RFieldBase::Create(name, type).Unwrap());
+   };
+   for (auto &c : model.colls) {
+      add("n" + c.prefix, "std::int32_t");
+      for (auto &f : c.fields) add(c.prefix + "_" + f.name, rntuple_type(f.type, 0));
+   }
+   for (auto &f : model.scalars) add(f.name, rntuple_type(f.type, f.size));
+}
+
+// Fill `nevents` events into a new RNTuple `name` in `path`. cluster_bytes: approximate
+// compressed cluster size; page_bytes: maximum uncompressed page size (0: ROOT's defaults).
+// Returns the number of entries written, or -1 (see rntuple_error()).
+inline Long64_t fill_rntuple(const char *path, const char *name, Long64_t nevents, uint64_t seed,
+                             Long64_t cluster_bytes, Long64_t page_bytes, int compression,
+                             const char *meta_json) {
+   try {
+      std::unique_ptr<TFile> file(TFile::Open(path, "RECREATE", "", compression));
+      if (!file || file->IsZombie()) throw std::runtime_error(std::string("cannot create ") + path);
+      EventModel model;
+      auto m = ROOT::RNTupleModel::CreateBare();
+      add_rntuple_fields(*m, model);
+      ROOT::RNTupleWriteOptions opts;
+      opts.SetCompression(compression);
+      opts.SetUseImplicitMT(ROOT::RNTupleWriteOptions::EImplicitMT::kOff);
+      if (cluster_bytes > 0) {
+         opts.SetApproxZippedClusterSize(cluster_bytes);
+         opts.SetMaxUnzippedClusterSize(10 * cluster_bytes);
+      }
+      if (page_bytes > 0) {
+         opts.SetInitialUnzippedPageSize(std::min<Long64_t>(256, page_bytes));
+         opts.SetMaxUnzippedPageSize(page_bytes);
+      }
+      Long64_t written = 0;
+      {
+         auto writer = ROOT::RNTupleWriter::Append(std::move(m), name, *file, opts);
+         auto entry = writer->CreateEntry();
+         std::vector<std::vector<VectorField>> vecs;
+         for (auto &c : model.colls) {
+            std::vector<VectorField> v;
+            for (auto &f : c.fields) v.push_back(VectorField{f.type, {}, {}, {}, {}, {}});
+            vecs.push_back(std::move(v));
+         }
+         for (size_t ic = 0; ic < model.colls.size(); ++ic) {
+            auto &c = model.colls[ic];
+            entry->BindRawPtr("n" + c.prefix, &model.counts[ic]);
+            for (size_t jf = 0; jf < c.fields.size(); ++jf)
+               entry->BindRawPtr(c.prefix + "_" + c.fields[jf].name, vecs[ic][jf].ptr());
+         }
+         for (size_t i = 0; i < model.scalars.size(); ++i)
+            entry->BindRawPtr(model.scalars[i].name, static_cast<void *>(model.scalar_buffers[i].bytes.data()));
+         Generator g(seed);
+         for (Long64_t e = 0; e < nevents; ++e) {
+            model.next(g, e);
+            for (size_t ic = 0; ic < model.colls.size(); ++ic)
+               for (size_t jf = 0; jf < vecs[ic].size(); ++jf)
+                  vecs[ic][jf].assign(model.coll_buffers[ic][jf], model.counts[ic]);
+            writer->Fill(*entry);
+         }
+         writer->CommitDataset();
+         written = writer->GetNEntries();
+      }
+      file->cd();
+      TNamed meta("instore_meta", meta_json);
+      meta.Write();
+      file->Close();
+      return written;
+   } catch (const std::exception &e) {
+      rntuple_error() = e.what();
+      return -1;
+   }
 }
 
 }  // namespace instore

@@ -8,15 +8,17 @@ import time
 from pathlib import Path
 
 from instore.cliutil import comma_choices
-from instore.generate.layouts import LAYOUTS, generate_files
+from instore.generate.layouts import DEFAULT_LAYOUTS, LAYOUTS, RNTUPLE_DEFAULTS, generate_files
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "generate",
         help="write deterministic analysis-like ROOT files in the study's layouts",
-        description="Write the same events in each layout (unordered, by-branch, ordered). "
-        "The same seed gives the same event values in every layout; replicas get distinct seeds.",
+        description="Write the same events in each layout: TTree (unordered, by-branch, ordered) "
+        "or RNTuple (rntuple: ROOT's default write options; rntuple-small: small clusters and "
+        "pages). The same seed gives the same event values in every layout; replicas get "
+        "distinct seeds.",
     )
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument("--size-mb", type=float, help="target compressed size of each file, in MB")
@@ -24,8 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--layouts",
         type=comma_choices(LAYOUTS, "layout"),
-        default=list(LAYOUTS),
-        help=f"comma-separated (default: {','.join(LAYOUTS)})",
+        default=list(DEFAULT_LAYOUTS),
+        help=f"comma-separated, of {','.join(LAYOUTS)} (default: {','.join(DEFAULT_LAYOUTS)})",
     )
     p.add_argument(
         "--replicas",
@@ -45,6 +47,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=101,
         help="ROOT compression setting, e.g. 101 zlib-1, 505 zstd-5, 404 lz4-4 (default: 101)",
+    )
+    p.add_argument(
+        "--rntuple-cluster-mb",
+        type=float,
+        help="approximate compressed RNTuple cluster size, in MB (default: ROOT's 128 MiB for "
+        f"rntuple, {RNTUPLE_DEFAULTS['rntuple-small'][0]:g} for rntuple-small)",
+    )
+    p.add_argument(
+        "--rntuple-page-kb",
+        type=float,
+        help="maximum uncompressed RNTuple page size, in KiB (default: ROOT's 1024 for rntuple, "
+        f"{RNTUPLE_DEFAULTS['rntuple-small'][1]:g} for rntuple-small)",
     )
     p.add_argument(
         "--out",
@@ -67,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         args.events,
         args.cluster_mb,
         args.compression,
+        args.rntuple_cluster_mb,
+        args.rntuple_page_kb,
     )
     for path in written.values():
         print(f"{path}\t{path.stat().st_size / 1e6:.1f} MB")

@@ -5,6 +5,14 @@
 - ``by-branch``: the clustered fill fast-cloned with ``SortBasketsByBranch``.
 - ``ordered``: the clustered fill (autoflush) fast-cloned with ``SortBasketsByEntry``.
 
+The same events as RNTuple (issue 14), written by ``RNTupleWriter`` from the same C++ fill loop,
+with the same field names (collections as ``std::vector`` fields, fixed arrays as ``std::array``)
+and the same compression setting, so sizes and reads compare:
+
+- ``rntuple``: ROOT's default write options (clusters of ~128 MiB compressed, pages up to 1 MiB).
+- ``rntuple-small``: small clusters and pages, the many-small-reads case the unordered TTree
+  plays; both knobs are options (``--rntuple-cluster-mb``, ``--rntuple-page-kb``).
+
 All layouts of one replica come from the same seed, so event values are identical; ordered and
 by-branch hold the very same baskets, placed differently.
 """
@@ -20,13 +28,21 @@ from pathlib import Path
 
 from instore import __version__
 from instore.errors import InstoreError
-from instore.rootenv import declare, root_version
+from instore.rootenv import declare, root, root_version
 from instore.study.files import replica_name
 
 log = logging.getLogger(__name__)
 
-LAYOUTS: tuple[str, ...] = ("unordered", "by-branch", "ordered")
-TREE_NAME = "events"
+TTREE_LAYOUTS: tuple[str, ...] = ("unordered", "by-branch", "ordered")
+RNTUPLE_LAYOUTS: tuple[str, ...] = ("rntuple", "rntuple-small")
+LAYOUTS: tuple[str, ...] = TTREE_LAYOUTS + RNTUPLE_LAYOUTS
+DEFAULT_LAYOUTS = TTREE_LAYOUTS  # the study's files; RNTuple ones only when asked for
+TREE_NAME = "events"  # the RNTuple is named as the tree, so a reader finds it the same way
+# Per-layout RNTuple knobs in MB / kB; None = ROOT's default RNTupleWriteOptions.
+RNTUPLE_DEFAULTS: dict[str, tuple[float | None, float | None]] = {
+    "rntuple": (None, None),
+    "rntuple-small": (1.0, 8.0),
+}
 _SORT = {"by-branch": "SortBasketsByBranch", "ordered": "SortBasketsByEntry"}
 _PROBE_EVENTS = 2000
 
@@ -42,6 +58,8 @@ class FileSpec:
     size_mb: float | None = None
     cluster_mb: float = 8.0
     compression: int = 101  # ROOT's TFile default (ZLIB level 1), as on 2010-era files
+    rntuple_cluster_mb: float | None = None  # None: the layout's default (RNTUPLE_DEFAULTS)
+    rntuple_page_kb: float | None = None
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -61,6 +79,26 @@ class FileSpec:
             )
         if self.cluster_mb <= 0:
             raise InstoreError("cluster size must be positive", "give --cluster-mb greater than 0")
+        for value, flag in (
+            (self.rntuple_cluster_mb, "--rntuple-cluster-mb"),
+            (self.rntuple_page_kb, "--rntuple-page-kb"),
+        ):
+            if value is not None and value <= 0:
+                raise InstoreError(
+                    "RNTuple cluster and page sizes must be positive", f"give {flag} greater than 0"
+                )
+
+    @property
+    def is_rntuple(self) -> bool:
+        return self.layout in RNTUPLE_LAYOUTS
+
+    @property
+    def rntuple_sizes(self) -> tuple[int, int]:
+        """(approximate compressed cluster bytes, maximum uncompressed page bytes); 0 = ROOT's."""
+        cluster_mb, page_kb = RNTUPLE_DEFAULTS.get(self.layout, (None, None))
+        cluster_mb = self.rntuple_cluster_mb if self.rntuple_cluster_mb is not None else cluster_mb
+        page_kb = self.rntuple_page_kb if self.rntuple_page_kb is not None else page_kb
+        return (int(cluster_mb * 1e6) if cluster_mb else 0, int(page_kb * 1024) if page_kb else 0)
 
     @property
     def replica_seed(self) -> int:
@@ -87,6 +125,51 @@ def _fill(path: Path, spec: FileSpec, n_events: int, cluster_bytes: int) -> int:
     return int(zip_bytes)
 
 
+def rntuple_write_options(spec: FileSpec) -> dict[str, int]:
+    """The write options the RNTuple gets, ROOT's defaults filled in (recorded in the file)."""
+    cluster, page = spec.rntuple_sizes
+    defaults = root().ROOT.RNTupleWriteOptions()
+    cluster = cluster or int(defaults.GetApproxZippedClusterSize())
+    return {
+        "compression": spec.compression,
+        "approx_zipped_cluster_size": cluster,
+        "max_unzipped_cluster_size": (
+            10 * cluster if spec.rntuple_sizes[0] else int(defaults.GetMaxUnzippedClusterSize())
+        ),
+        "initial_unzipped_page_size": min(256, page)
+        if page
+        else int(defaults.GetInitialUnzippedPageSize()),
+        "max_unzipped_page_size": page or int(defaults.GetMaxUnzippedPageSize()),
+    }
+
+
+def _fill_rntuple(path: Path, spec: FileSpec, n_events: int) -> None:
+    options = rntuple_write_options(spec)
+    meta = json.dumps(
+        {
+            **asdict(spec),
+            "n_events": n_events,
+            "format": "rntuple",
+            "write_options": options,
+            "instore": __version__,
+            "root": root_version(),
+        }
+    )
+    cpp = declare("generate")
+    cluster, page = spec.rntuple_sizes
+    # ?reproducible: fixed UUID, dates and name in the file's records, so the same seed writes
+    # the same bytes wherever the file is written.
+    url = f"{path}?reproducible={spec.filename}"
+    written = cpp.fill_rntuple(
+        url, TREE_NAME, n_events, spec.replica_seed, cluster, page, spec.compression, meta
+    )
+    if written != n_events:
+        raise InstoreError(
+            f"ROOT could not write the RNTuple {path} ({cpp.rntuple_error()})",
+            "check the directory exists and is writable, and the disk is not full",
+        )
+
+
 def events_for_size(spec: FileSpec) -> int:
     """Events needed for ``spec.size_mb``, from the compressed size of a small sample."""
     if spec.n_events is not None:
@@ -105,7 +188,9 @@ def generate_file(spec: FileSpec, out_dir: Path, n_events: int | None = None) ->
     partial = target.with_suffix(".partial.root")
     cluster_bytes = int(spec.cluster_mb * 1e6)
     try:
-        if spec.layout == "unordered":
+        if spec.is_rntuple:
+            _fill_rntuple(partial, spec, n)
+        elif spec.layout == "unordered":
             _fill(partial, spec, n, 0)
         else:
             with tempfile.TemporaryDirectory(prefix="instore-fill-", dir=out_dir) as tmp:
@@ -127,17 +212,29 @@ def generate_file(spec: FileSpec, out_dir: Path, n_events: int | None = None) ->
 
 def generate_files(
     out_dir: Path,
-    layouts: Iterable[str] = LAYOUTS,
+    layouts: Iterable[str] = DEFAULT_LAYOUTS,
     replicas: int = 1,
     seed: int = 1,
     size_mb: float | None = None,
     n_events: int | None = None,
     cluster_mb: float = 8.0,
     compression: int = 101,
+    rntuple_cluster_mb: float | None = None,
+    rntuple_page_kb: float | None = None,
 ) -> dict[tuple[str, int], Path]:
     """Write every layout x replica; the event count is probed once and shared by all."""
     specs = [
-        FileSpec(layout, seed, r, n_events, size_mb, cluster_mb, compression)
+        FileSpec(
+            layout,
+            seed,
+            r,
+            n_events,
+            size_mb,
+            cluster_mb,
+            compression,
+            rntuple_cluster_mb,
+            rntuple_page_kb,
+        )
         for r in range(replicas)
         for layout in layouts
     ]

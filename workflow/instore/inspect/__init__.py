@@ -1,6 +1,15 @@
-"""Where a file's baskets sit, and how far a reader jumps to read them in entry order."""
+"""Where a file's baskets (or RNTuple pages) sit, and how far a reader jumps to read them in entry order."""
 
 from instore.inspect.basketmap import basket_map, open_tree, read_order
 from instore.inspect.disorder import Disorder, disorder
+from instore.inspect.pagemap import is_rntuple, page_map
 
-__all__ = ["Disorder", "basket_map", "disorder", "open_tree", "read_order"]
+__all__ = [
+    "Disorder",
+    "basket_map",
+    "disorder",
+    "is_rntuple",
+    "open_tree",
+    "page_map",
+    "read_order",
+]

@@ -1,4 +1,8 @@
-"""The basket map of a TTree: one row per basket on disk, read from the file's metadata."""
+"""The basket map of a TTree: one row per basket on disk, read from the file's metadata.
+
+An RNTuple's page map (``instore.inspect.pagemap``) has the same columns, so ``basket_map``,
+``read_order`` and the disorder figures take either; ``format`` says which.
+"""
 
 from __future__ import annotations
 
@@ -39,15 +43,31 @@ def _uproot_open(path: str, **options: Any) -> Any:
         ) from err
 
 
+DATA_CLASSES = ("TTree", "ROOT::RNTuple")
+
+
+def _data_bytes(obj: Any) -> int:
+    """Compressed bytes of a TTree's baskets or an RNTuple's pages (to choose the largest)."""
+    if obj.classname == "TTree":
+        return int(obj.member("fZipBytes"))
+    return sum(p.locator.num_bytes for c in obj.page_link_list for col in c for p in col.pages)
+
+
 def _tree_names(file: Any) -> list[tuple[str, int]]:
-    """(name, total compressed bytes) of every TTree in the file, largest first."""
-    names = [k.split(";")[0] for k, cls in file.classnames().items() if cls == "TTree"]
-    trees = [(n, int(file[n].member("fZipBytes"))) for n in dict.fromkeys(names)]
+    """(name, total compressed bytes) of every TTree and RNTuple in the file, largest first."""
+    names = [k.split(";")[0] for k, cls in file.classnames().items() if cls in DATA_CLASSES]
+    names = list(dict.fromkeys(names))
+    if len(names) == 1:
+        return [(names[0], 0)]
+    trees = [(n, _data_bytes(file[n])) for n in names]
     return sorted(trees, key=lambda t: -t[1])
 
 
 def open_tree(path: str, tree: str | None = None, **options: Any) -> tuple[Any, Any]:
-    """Open ``path`` and return (file, tree): the named tree, or the largest TTree."""
+    """Open ``path`` and return (file, tree): the named TTree or RNTuple, else the largest.
+
+    An RNTuple comes back as uproot's RNTuple object (``pagemap.is_rntuple`` tells).
+    """
     file = _uproot_open(path, **options)
     try:
         trees = _tree_names(file)
@@ -60,14 +80,15 @@ def open_tree(path: str, tree: str | None = None, **options: Any) -> tuple[Any, 
     if not trees:
         file.close()
         raise InstoreError(
-            f"{path}: the file holds no TTree",
-            "point at a file with a TTree (RNTuple is not supported)",
+            f"{path}: the file holds no TTree or RNTuple",
+            "point at a file with a TTree or an RNTuple",
         )
     name = tree or trees[0][0]
     if name not in {n for n, _ in trees}:
         file.close()
         raise InstoreError(
-            f"{path}: no TTree named {name!r}", f"choose one of: {', '.join(n for n, _ in trees)}"
+            f"{path}: no TTree or RNTuple named {name!r}",
+            f"choose one of: {', '.join(n for n, _ in trees)}",
         )
     return file, file[name]
 
@@ -86,20 +107,34 @@ def _branch_rows(index: int, branch: Any) -> Iterable[tuple[Any, ...]]:
 
 
 def basket_map(tree: Any) -> pd.DataFrame:
-    """One row per basket written to disk (baskets embedded in the TTree object are not listed)."""
+    """One row per basket written to disk (baskets embedded in the TTree object are not listed).
+
+    Given an RNTuple, its page map (see ``instore.inspect.pagemap``).
+    """
+    from instore.inspect.pagemap import is_rntuple, page_map
+
+    if is_rntuple(tree):
+        return page_map(tree)
     rows: list[tuple[Any, ...]] = []
     for index, branch in enumerate(tree.itervalues(recursive=True)):
         rows.extend(_branch_rows(index, branch))
-    return pd.DataFrame(rows, columns=COLUMNS)
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    frame["format"] = "ttree"
+    frame.attrs["format"] = "ttree"
+    return frame
 
 
 def read_order(baskets: pd.DataFrame) -> pd.DataFrame:
     """Baskets in the order an entry-ordered reader needs them.
 
     A reader processing entries in order needs the baskets starting at each entry together;
-    within that group it reads them in file order (as TTreeCache sorts its requests).
+    within that group it reads them in file order (as TTreeCache sorts its requests, and as
+    RNTuple sorts a cluster's page reads). A byte range listed twice (an RNTuple page shared by
+    identical columns, "same-page merging") is read once.
     """
-    return baskets.sort_values(["entry_start", "offset"], kind="stable").reset_index(drop=True)
+    ordered = baskets.sort_values(["entry_start", "offset"], kind="stable")
+    ordered = ordered.drop_duplicates(["offset", "compressed_bytes"])
+    return ordered.reset_index(drop=True)
 
 
 def select(

@@ -47,5 +47,12 @@ def disorder(baskets: pd.DataFrame, clusters: int) -> Disorder:
 
 
 def clusters_of(tree: Any) -> int:
-    """Number of clusters: stretches of entries where every branch starts a basket together."""
+    """Number of clusters: stretches of entries where every branch starts a basket together.
+
+    For an RNTuple, the clusters its footer lists.
+    """
+    from instore.inspect.pagemap import is_rntuple, rntuple_clusters
+
+    if is_rntuple(tree):
+        return rntuple_clusters(tree)
     return max(1, len(tree.common_entry_offsets()) - 1)

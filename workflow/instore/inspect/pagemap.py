@@ -1,0 +1,140 @@
+"""The page map of an RNTuple: one row per page on disk, read from the footer's page lists.
+
+The frame shares the basket map's columns, so the disorder figures and the access map read it
+unchanged: ``branch`` is the top-level field a page belongs to (the name a reader selects),
+``basket`` the page's index within its column over the whole file, ``offset`` and
+``compressed_bytes`` its locator. ``entry_start``/``entry_stop`` are its cluster's entries: an
+RNTuple reader loads a cluster's pages of the selected columns together (the cluster is the
+unit of reading, as TTreeCache's cluster is), and a page of a collection's values has no entry
+range of its own without reading the offsets. Extra columns say which cluster, column and
+elements a page holds; ``shared`` marks a page whose bytes an earlier row already lists (ROOT's
+same-page merging stores identical pages once, e.g. the offsets of one collection's fields).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pandas as pd
+
+from instore.inspect.basketmap import COLUMNS
+
+PAGE_COLUMNS = [
+    *COLUMNS,
+    "cluster",
+    "page",
+    "column",
+    "column_index",
+    "column_type",
+    "element_start",
+    "elements",
+    "shared",
+    "format",
+]
+RNTUPLE_CLASS = "ROOT::RNTuple"
+
+
+def is_rntuple(obj: Any) -> bool:
+    """True for uproot's RNTuple model (a TTree has branches instead)."""
+    return getattr(obj, "classname", "") == RNTUPLE_CLASS
+
+
+def _column_type_names() -> dict[int, str]:
+    import uproot
+
+    return {v: k for k, v in uproot.const.rntuple_col_type_to_num_dict.items()}
+
+
+def _field_paths(ntuple: Any) -> tuple[list[str], list[int]]:
+    """Each field's dotted path and the index of its top-level field (a top field is its own
+    parent)."""
+    records = ntuple.field_records
+    paths: list[str] = []
+    tops: list[int] = []
+    for i, rec in enumerate(records):
+        parent = rec.parent_field_id
+        if parent == i:
+            paths.append(rec.field_name)
+            tops.append(i)
+        else:  # parents precede their children in the header
+            paths.append(f"{paths[parent]}.{rec.field_name}")
+            tops.append(tops[parent])
+    return paths, tops
+
+
+def _columns(ntuple: Any) -> list[tuple[str, str, int, str]]:
+    """Per physical column: (column path, top-level field, top-level index, column type)."""
+    paths, tops = _field_paths(ntuple)
+    names = _column_type_names()
+    top_order = {top: k for k, top in enumerate(dict.fromkeys(tops))}
+    out = []
+    for col in ntuple.column_records:
+        fid = col.field_id
+        top = tops[fid]
+        suffix = f"#{col.repr_idx}" if col.repr_idx else ""
+        out.append(
+            (
+                paths[fid] + suffix,
+                paths[top],
+                top_order[top],
+                names.get(col.type, str(col.type)),
+            )
+        )
+    return out
+
+
+def _page_rows(ntuple: Any) -> Iterator[tuple[Any, ...]]:
+    columns = _columns(ntuple)
+    next_page = [0] * len(columns)
+    for cluster, (summary, links) in enumerate(
+        zip(ntuple.cluster_summaries, ntuple.page_link_list, strict=True)
+    ):
+        first = int(summary.num_first_entry)
+        stop = first + int(summary.num_entries)
+        for ci, pages in enumerate(links):
+            if ci >= len(columns) or pages.suppressed:
+                continue
+            path, field, field_index, ctype = columns[ci]
+            element = int(pages.element_offset)
+            for page, desc in enumerate(pages.pages):
+                n = abs(int(desc.num_elements))
+                loc = desc.locator
+                yield (
+                    field,
+                    field_index,
+                    next_page[ci],
+                    first,
+                    stop,
+                    int(loc.offset),
+                    int(loc.num_bytes),
+                    cluster,
+                    page,
+                    path,
+                    ci,
+                    ctype,
+                    element,
+                    n,
+                    False,
+                    "rntuple",
+                )
+                next_page[ci] += 1
+                element += n
+
+
+def page_map(ntuple: Any) -> pd.DataFrame:
+    """One row per page written to disk, in cluster then column order."""
+    frame = pd.DataFrame(list(_page_rows(ntuple)), columns=PAGE_COLUMNS)
+    frame["shared"] = frame.duplicated(["offset", "compressed_bytes"])
+    frame.attrs["format"] = "rntuple"
+    return frame
+
+
+def rntuple_clusters(ntuple: Any) -> int:
+    """Number of clusters listed in the footer's page lists."""
+    return max(1, len(ntuple.cluster_summaries))
+
+
+def top_fields(ntuple: Any) -> Iterable[str]:
+    """Top-level field names, in header order (the names a reader selects, like branches)."""
+    return [r.field_name for i, r in enumerate(ntuple.field_records) if r.parent_field_id == i]
