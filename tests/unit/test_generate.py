@@ -125,6 +125,7 @@ def test_size_in_mb_is_honoured(tmp_path: Path) -> None:
         ({"layout": "ordered", "n_events": 10, "size_mb": 5}, "exactly one of"),
         ({"layout": "ordered", "n_events": -5}, "must be positive"),
         ({"layout": "ordered", "n_events": 10, "cluster_mb": 0}, "cluster size"),
+        ({"layout": "rntuple", "n_events": 10, "rntuple_cluster_mb": -1}, "RNTuple cluster"),
     ],
 )
 def test_bad_specs_are_one_line_errors(kwargs: dict, message: str) -> None:

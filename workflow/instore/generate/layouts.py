@@ -157,8 +157,9 @@ def _fill_rntuple(path: Path, spec: FileSpec, n_events: int) -> None:
     )
     cpp = declare("generate")
     cluster, page = spec.rntuple_sizes
-    # ?reproducible: fixed UUID, dates and name in the file's records, so the same seed writes
-    # the same bytes wherever the file is written.
+    # ?reproducible: fixed UUID, dates and name in the TFile's records, so the same seed writes
+    # the same pages at the same offsets wherever the file is written; only the write time
+    # stamped in the RNTuple's own keys (RBlob) still differs between runs.
     url = f"{path}?reproducible={spec.filename}"
     written = cpp.fill_rntuple(
         url, TREE_NAME, n_events, spec.replica_seed, cluster, page, spec.compression, meta
