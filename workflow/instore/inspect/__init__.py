@@ -1,4 +1,4 @@
-"""Where a file's baskets (or RNTuple pages) sit, and how far a reader jumps to read them in entry order."""
+"""Where a file's baskets (or RNTuple pages) sit, and how far an entry-ordered reader jumps."""
 
 from instore.inspect.basketmap import basket_map, open_tree, read_order
 from instore.inspect.disorder import Disorder, disorder
