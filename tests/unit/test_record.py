@@ -35,7 +35,7 @@ COLUMNS = {
     "wall_s", "open_s", "stage_in_s", "user_s", "sys_s", "cpu_efficiency", "cpu_wait_s",
     "event_rate_hz", "bytes_read", "read_calls", "vector_reads", "read_size_hist",
     "bytes_needed", "read_amplification", "mb_per_s", "cache_bytes_effective", "rchar_delta",
-    "counters", "error", "start_lateness_s", "provenance",
+    "counters", "format", "object_name", "error", "start_lateness_s", "provenance",
     # the container's
     "runtime", "image_digest", "container_startup_s", "outer_wall_s", "exit_status",
     # the job's fate

@@ -111,6 +111,8 @@ class Measurement:
     cache_bytes_effective: int
     rchar_delta: int
     counters: dict[str, float]
+    format: str = ""  # what was read: "ttree" or "rntuple"
+    object_name: str = ""  # its path in the file (a TTree's or an RNTuple's, e.g. analysis/nominal)
 
 
 @dataclass

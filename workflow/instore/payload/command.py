@@ -30,7 +30,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="root",
         help="root (C++ event loop) or uproot (columnar); default root",
     )
-    p.add_argument("--tree", help="TTree name (default: the largest TTree in the file)")
+    p.add_argument(
+        "--tree",
+        "--object",
+        dest="tree",
+        help="the TTree or RNTuple to read: its name, or its path in the file (analysis/nominal); "
+        "default: the largest TTree or RNTuple, TDirectories searched",
+    )
     pat = p.add_argument_group("access pattern")
     pat.add_argument(
         "--branches",

@@ -11,6 +11,8 @@ import pandas as pd
 
 from instore.errors import InstoreError
 from instore.inspect.basketmap import COLUMNS
+from instore.payload import engine_rntuple
+from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
 from instore.payload.source.file import is_local, local_path
@@ -32,22 +34,14 @@ def _open(url: str) -> Any:
     return f
 
 
-def _largest_tree(f: Any, url: str, name: str | None) -> Any:
-    trees = {}
-    for key in f.GetListOfKeys():
-        cls = root().TClass.GetClass(key.GetClassName())
-        if cls and cls.InheritsFrom("TTree"):
-            trees.setdefault(key.GetName(), key)
-    if not trees:
+def _get_tree(f: Any, url: str, obj: DataObject) -> Any:
+    tree = f.Get(obj.path)
+    if not tree or not tree.InheritsFrom("TTree"):
         raise InstoreError(
-            f"{url}: the file holds no TTree",
-            "point at a file with a TTree (RNTuple is not supported)",
+            f"{url}: ROOT finds no TTree at {obj.path!r}",
+            "the file may be truncated or corrupt; regenerate or re-copy it",
         )
-    if name is None:
-        name = max(trees, key=lambda n: trees[n].ReadObj().GetZipBytes())
-    elif name not in trees:
-        raise InstoreError(f"{url}: no TTree named {name!r}", f"choose one of: {', '.join(trees)}")
-    return f.Get(name)
+    return tree
 
 
 def _branches(tree: Any) -> tuple[list[str], dict[str, str]]:
@@ -101,58 +95,68 @@ def warm_up() -> None:
 
 def run(
     url: str,
-    tree_name: str | None,
+    obj: DataObject,
     pattern: Pattern,
     cache_bytes: int | None,
     readahead_bytes: int | None,
 ) -> EngineResult:
     ROOT = root()
-    cpp = declare("payload")
     if readahead_bytes is not None:
         ROOT.TFile.SetReadaheadSize(readahead_bytes)
     t0 = time.perf_counter()
     f = _open(url)
     try:
-        tree = _largest_tree(f, url, tree_name)
-        open_s = time.perf_counter() - t0
-        names, counters = _branches(tree)
-        chosen = select_branches(names, counters, pattern.branches)
-        first, stop, stride = entry_selection(int(tree.GetEntries()), pattern)
-        log = cpp.ReadLog("instore_perf", tree)
-        vec = ROOT.std.vector("std::string")(chosen)
-        loop = cpp.loop(
-            tree,
-            vec,
-            first,
-            stop,
-            stride,
-            pattern.cpu_us,
-            -1 if cache_bytes is None else cache_bytes,
-        )
-        if loop.error:
-            raise OSError(str(loop.error))
-        return EngineResult(
-            tree=tree.GetName(),
-            file_size=int(f.GetSize()),
-            entries=int(tree.GetEntries()),
-            branches_total=len(names),
-            branches_read=len(chosen),
-            events=int(loop.events),
-            open_s=open_s,
-            bytes_read=int(f.GetBytesRead()),
-            read_calls=int(f.GetReadCalls()),
-            vector_reads=int(loop.cache_fills),
-            bytes_needed=bytes_needed(basket_map(tree, names), chosen, first, stop, stride),
-            cache_bytes=int(loop.cache_size),
-            reads=list(zip(log.offsets, log.lengths, strict=True)),
-            counters={
-                "perfstats_bytes_read": int(log.GetBytesRead()),
-                "perfstats_read_calls": int(log.GetReadCalls()),
-                "perfstats_disk_s": float(log.GetDiskTime()),
-                "perfstats_unzip_s": float(log.GetUnzipTime()),
-                "unzipped_bytes": int(loop.unzipped_bytes),
-            },
-        )
+        if obj.format == RNTUPLE:
+            return engine_rntuple.run(f, url, obj, pattern, cache_bytes, t0)
+        return _run_tree(f, url, obj, pattern, cache_bytes, t0)
     finally:
         ROOT.SetOwnership(f, True)
         f.Close()
+
+
+def _run_tree(
+    f: Any, url: str, obj: DataObject, pattern: Pattern, cache_bytes: int | None, t0: float
+) -> EngineResult:
+    ROOT, cpp = root(), declare("payload")
+    tree = _get_tree(f, url, obj)
+    open_s = time.perf_counter() - t0
+    names, counters = _branches(tree)
+    chosen = select_branches(names, counters, pattern.branches)
+    first, stop, stride = entry_selection(int(tree.GetEntries()), pattern)
+    log = cpp.ReadLog("instore_perf", tree)
+    vec = ROOT.std.vector("std::string")(chosen)
+    loop = cpp.loop(
+        tree,
+        vec,
+        first,
+        stop,
+        stride,
+        pattern.cpu_us,
+        -1 if cache_bytes is None else cache_bytes,
+    )
+    if loop.error:
+        raise OSError(str(loop.error))
+    return EngineResult(
+        tree=obj.path,
+        format=obj.format,
+        object_name=obj.path,
+        file_size=int(f.GetSize()),
+        entries=int(tree.GetEntries()),
+        branches_total=len(names),
+        branches_read=len(chosen),
+        events=int(loop.events),
+        open_s=open_s,
+        bytes_read=int(f.GetBytesRead()),
+        read_calls=int(f.GetReadCalls()),
+        vector_reads=int(loop.cache_fills),
+        bytes_needed=bytes_needed(basket_map(tree, names), chosen, first, stop, stride),
+        cache_bytes=int(loop.cache_size),
+        reads=list(zip(log.offsets, log.lengths, strict=True)),
+        counters={
+            "perfstats_bytes_read": int(log.GetBytesRead()),
+            "perfstats_read_calls": int(log.GetReadCalls()),
+            "perfstats_disk_s": float(log.GetDiskTime()),
+            "perfstats_unzip_s": float(log.GetUnzipTime()),
+            "unzipped_bytes": int(loop.unzipped_bytes),
+        },
+    )

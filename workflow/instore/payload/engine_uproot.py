@@ -6,11 +6,15 @@ import itertools
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from uproot.source.coalesce import CoalesceConfig
 
-from instore.inspect.basketmap import basket_map, open_tree
+from instore.errors import InstoreError
+from instore.inspect.basketmap import basket_map
+from instore.payload import objects
 from instore.payload.cpuburn import burn
+from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
 from instore.payload.source import source_class
@@ -33,6 +37,10 @@ def _steps(tree: object, first: int, stop: int, step_bytes: int) -> list[tuple[i
     if len(bounds) <= 2:
         n = max(1, math.ceil(int(tree.member("fTotBytes")) / step_bytes))  # type: ignore[attr-defined]
         bounds = [round(i * bounds[-1] / n) for i in range(n + 1)]
+    return _slices(bounds, first, stop)
+
+
+def _slices(bounds: list[int], first: int, stop: int) -> list[tuple[int, int]]:
     return [
         (max(a, first), min(b, stop))
         for a, b in itertools.pairwise(bounds)
@@ -40,34 +48,76 @@ def _steps(tree: object, first: int, stop: int, step_bytes: int) -> list[tuple[i
     ]
 
 
-def run(url: str, tree_name: str | None, pattern: Pattern, knobs: UprootKnobs) -> EngineResult:
+def _first_hit(a: int, first: int, stride: int) -> int:
+    return first + math.ceil((a - first) / stride) * stride
+
+
+def _tree_read(tree: object, pattern: Pattern, knobs: UprootKnobs) -> tuple[Any, ...]:
+    names = [b.name for b in tree.branches]  # type: ignore[attr-defined]
+    counters = {
+        b.name: b.count_branch.name
+        for b in tree.branches  # type: ignore[attr-defined]
+        if b.count_branch is not None
+    }
+    chosen = select_branches(names, counters, pattern.branches)
+    first, stop, stride = entry_selection(tree.num_entries, pattern)  # type: ignore[attr-defined]
+    events = 0
+    for a, b in _steps(tree, first, stop, knobs.step_bytes):
+        tree.arrays(chosen, entry_start=a, entry_stop=b, library="ak")  # type: ignore[attr-defined]
+        n = len(range(_first_hit(a, first, stride), b, stride))
+        burn(pattern.cpu_us * n)
+        events += n
+    needed = bytes_needed(basket_map(tree), chosen, first, stop, stride)
+    return names, chosen, events, needed
+
+
+def _ntuple_read(ntuple: Any, pattern: Pattern) -> tuple[Any, ...]:
+    """Read the selected top-level fields cluster by cluster, as for a TTree."""
+    names = list(ntuple.keys())
+    chosen = select_branches(names, {}, pattern.branches)
+    first, stop, stride = entry_selection(int(ntuple.num_entries), pattern)
+    events = 0
+    wanted = set(chosen)
+    for a, b in _slices(objects.cluster_bounds(ntuple), first, stop):
+        ntuple.arrays(filter_name=lambda n: n in wanted, entry_start=a, entry_stop=b, library="ak")
+        n = len(range(_first_hit(a, first, stride), b, stride))
+        burn(pattern.cpu_us * n)
+        events += n
+    needed = bytes_needed(objects.page_map(ntuple), chosen, first, stop, stride)
+    return names, chosen, events, needed
+
+
+def run(url: str, obj: DataObject, pattern: Pattern, knobs: UprootKnobs) -> EngineResult:
     coalesce = CoalesceConfig(
         knobs.max_range_gap, knobs.max_request_ranges, knobs.max_request_bytes
     )
     handler = source_class(coalesce, knobs.timeout)
     t0 = time.perf_counter()
-    file, tree = open_tree(url, tree_name, handler=handler)
+    file = objects.open_file(url, handler=handler)
     with file:
+        data = objects.get(file, url, obj)
         open_s = time.perf_counter() - t0
-        names = [b.name for b in tree.branches]
-        counters = {
-            b.name: b.count_branch.name for b in tree.branches if b.count_branch is not None
-        }
-        chosen = select_branches(names, counters, pattern.branches)
-        first, stop, stride = entry_selection(tree.num_entries, pattern)
-        events = 0
-        for a, b in _steps(tree, first, stop, knobs.step_bytes):
-            tree.arrays(chosen, entry_start=a, entry_stop=b, library="ak")
-            n = len(range(first + math.ceil((a - first) / stride) * stride, b, stride))
-            burn(pattern.cpu_us * n)
-            events += n
-        needed = bytes_needed(basket_map(tree), chosen, first, stop, stride)
+        try:
+            if obj.format == RNTUPLE:
+                names, chosen, events, needed = _ntuple_read(data, pattern)
+            else:
+                names, chosen, events, needed = _tree_read(data, pattern, knobs)
+        except (OSError, InstoreError):
+            raise  # storage failures and our own errors say what they are
+        except Exception as err:  # uproot's decoding errors are plain ValueError, KeyError...
+            why = (str(err).strip().splitlines() or [""])[0]
+            raise InstoreError(
+                f"{url}: cannot decode the {obj.format} {obj.path!r} ({type(err).__name__}: {why})",
+                "the file may be truncated or corrupt; regenerate or re-copy it",
+            ) from err
         source = handler.instances[0]
         reads = list(source.reads)
         return EngineResult(
-            tree=tree.name,
+            tree=obj.path if obj.format != RNTUPLE else "",
+            format=obj.format,
+            object_name=obj.path,
             file_size=int(source.num_bytes),
-            entries=int(tree.num_entries),
+            entries=int(data.num_entries),
             branches_total=len(names),
             branches_read=len(chosen),
             events=events,

@@ -87,10 +87,12 @@ def entry_selection(entries: int, pattern: Pattern) -> tuple[int, int, int]:
 def bytes_needed(
     baskets: pd.DataFrame, branches: Sequence[str], first: int, stop: int, stride: int
 ) -> int:
-    """Compressed bytes of the baskets holding at least one entry the job reads."""
+    """Compressed bytes of the baskets (RNTuple pages) holding at least one entry the job reads.
+
+    A page stored once for two columns (RNTuple deduplicates identical pages) counts once."""
     b = baskets[baskets["branch"].isin(list(branches))]
     lo = np.maximum(b["entry_start"].to_numpy(), first)
     hi = np.minimum(b["entry_stop"].to_numpy(), stop)
     first_hit = first + np.ceil((lo - first) / stride).astype(np.int64) * stride
-    touched = first_hit < hi
-    return int(b["compressed_bytes"].to_numpy()[touched].sum())
+    touched = b[first_hit < hi].drop_duplicates("offset")
+    return int(touched["compressed_bytes"].sum())

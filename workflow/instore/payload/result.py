@@ -7,7 +7,9 @@ from dataclasses import dataclass, field, replace
 
 @dataclass
 class EngineResult:
-    tree: str = ""
+    tree: str = ""  # the TTree's path in the file ("" for an RNTuple)
+    format: str = ""  # "ttree" or "rntuple"
+    object_name: str = ""  # path in the file of the object read, TTree or RNTuple
     file_size: int = 0
     entries: int = 0
     branches_total: int = 0

@@ -12,7 +12,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from instore.errors import InstoreError
-from instore.payload import engine_root, engine_uproot
+from instore.payload import engine_rntuple, engine_root, engine_uproot, objects
+from instore.payload.objects import DataObject
 from instore.payload.pattern import Pattern
 from instore.payload.procstats import ProcSnapshot, drop_page_cache, join_cgroup
 from instore.payload.result import EngineResult
@@ -103,16 +104,26 @@ def _copy_with_xrdcp(url: str, target: Path) -> None:
                            "check that the source exists and the server answers")  # fmt: skip
 
 
-def _engine(opts: ReadOptions, url: str) -> EngineResult:
+def _engine(opts: ReadOptions, url: str, obj: DataObject) -> EngineResult:
     if opts.engine == "root":
-        return engine_root.run(url, opts.tree, opts.pattern, opts.cache_bytes, opts.readahead_bytes)
-    return engine_uproot.run(url, opts.tree, opts.pattern, opts.uproot)
+        return engine_root.run(url, obj, opts.pattern, opts.cache_bytes, opts.readahead_bytes)
+    return engine_uproot.run(url, obj, opts.pattern, opts.uproot)
 
 
-def prepare(engine: str) -> None:
+def choose_object(opts: ReadOptions) -> tuple[DataObject | None, Exception | None]:
+    """The TTree or RNTuple the job reads, chosen before the clock starts (or why not)."""
+    try:
+        return objects.choose(opts.url, opts.tree, opts.uproot.timeout), None
+    except Exception as err:  # recorded as the job's error, as a failed read is
+        return None, err
+
+
+def prepare(engine: str, fmt: str | None = None) -> None:
     """Load the engine's libraries and JIT its C++ before the clock starts: start-up is not I/O."""
     if engine == "root":
         engine_root.warm_up()
+        if fmt == objects.RNTUPLE:
+            engine_rntuple.warm_up()
     else:
         import awkward  # noqa: F401
         import uproot  # noqa: F401
@@ -139,7 +150,7 @@ def wait_until(start_at: float | None) -> float | None:
 
 
 def _read_passes(
-    opts: ReadOptions, url: str, start: float
+    opts: ReadOptions, url: str, start: float, obj: DataObject
 ) -> tuple[EngineResult, int, bool | None]:
     """Read once, or (fixed-time mode) again and again until the time is up; sum the passes.
 
@@ -150,7 +161,8 @@ def _read_passes(
     while True:
         if opts.cold and not opts.stage_in and is_local(url):
             dropped = drop_page_cache(local_path(url))
-        total = _engine(opts, url) if total is None else total.plus(_engine(opts, url))
+        result = _engine(opts, url, obj)
+        total = result if total is None else total.plus(result)
         passes += 1
         if time.perf_counter() - start >= opts.fixed_time_s:
             return total, passes, dropped
@@ -167,7 +179,8 @@ def _error_line(err: BaseException) -> str:
 
 def run_read(opts: ReadOptions) -> JobResult:
     """Measure one job. Never raises for a failed read: the record carries the error."""
-    prepare(opts.engine)
+    obj, choose_error = choose_object(opts)
+    prepare(opts.engine, obj.format if obj else None)
     lateness = wait_until(opts.start_at)
     start_time = utc_now()
     staged: Path | None = None
@@ -177,13 +190,15 @@ def run_read(opts: ReadOptions) -> JobResult:
     stage_s = 0.0
     try:
         url = opts.url
+        if obj is None:
+            raise choose_error or InstoreError(f"{url}: nothing to read")
         if os.environ.get(CGROUP_ENV):  # the emulated site's disk limits apply to our reads too
             join_site_cgroup(os.environ[CGROUP_ENV])
         if opts.stage_in:
             staged = stage_in(url, opts.stage_in, opts.scratch)  # type: ignore[arg-type]
             stage_s = time.perf_counter() - before.wall
             url = str(staged)
-        result, passes, dropped = _read_passes(opts, url, before.wall)
+        result, passes, dropped = _read_passes(opts, url, before.wall, obj)
     except InstoreError as err:
         error = str(err)
     except Exception as err:  # a failed job is a result: keep measuring, record why
@@ -213,6 +228,8 @@ def _measurement(
     user, sys_ = after.user - before.user, after.sys - before.sys
     return Measurement(
         tree=r.tree,
+        format=r.format,
+        object_name=r.object_name,
         file_size=r.file_size,
         entries=r.entries,
         branches_total=r.branches_total,

@@ -1,0 +1,133 @@
+"""The ``root`` engine on an RNTuple: RNTupleReader in C++ (through cling), metrics enabled.
+
+Bytes read and read calls are RNTuple's own page-source counters: the reader opens the file a
+second time through its own raw-file layer, so the TFile's counters never see the page reads.
+``--cache-mb`` switches the cluster cache: 0 off (each page is one read as the views ask for
+it), anything else on (the pages of the selected columns of a cluster are read together, in
+one vector read, and the next cluster is prefetched); the size itself has no RNTuple meaning.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+import time
+from typing import Any
+
+import pandas as pd
+
+from instore.errors import InstoreError
+from instore.payload.objects import PAGE_COLUMNS, DataObject
+from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
+from instore.payload.result import EngineResult
+from instore.rootenv import declare, root
+
+# Page-source counters recorded as they are (RNTupleReader.RPageSourceFile.<name>).
+COUNTERS = ("nReadV", "nRead", "szReadPayload", "szReadOverhead", "szUnzip", "nClusterLoaded",
+            "nPageRead", "nPageUnsealed", "timeWallRead", "timeWallUnzip")  # fmt: skip
+
+
+def _first_line(text: Any) -> str:
+    """ROOT's message without its "(unchecked RResult access!)" and stack trace lines."""
+    line = (str(text).strip().splitlines() or [""])[0]
+    return line.replace(" (unchecked RResult access!)", "")
+
+
+def _cluster_cache(cache_bytes: int | None) -> int:
+    """1 on, 0 off, -1 RNTuple's default, from the ``--cache-mb`` knob."""
+    return -1 if cache_bytes is None else int(cache_bytes > 0)
+
+
+def _job(f: Any, url: str, obj: DataObject, cluster_cache: int) -> Any:
+    job = declare("payload_rntuple").NtupleJob(f, obj.path, cluster_cache)
+    if job.error or not job.reader:
+        raise InstoreError(
+            f"{url}: cannot read the RNTuple {obj.path!r} ({_first_line(job.error)})",
+            "the file may be truncated or corrupt; regenerate or re-copy it",
+        )
+    return job
+
+
+def page_map(job: Any, names: list[str]) -> pd.DataFrame:
+    """The pages of ``names`` from ROOT's descriptor, as a basket map (see objects.page_map)."""
+    rows = job.page_rows(root().std.vector("std::string")(names))
+    return pd.DataFrame(
+        {
+            "branch": [names[i] for i in rows.field],
+            "branch_index": list(rows.field),
+            "basket": list(rows.page),
+            "entry_start": list(rows.entry_start),
+            "entry_stop": list(rows.entry_stop),
+            "offset": list(rows.offset),
+            "compressed_bytes": list(rows.bytes),
+        },
+        columns=PAGE_COLUMNS,
+    )
+
+
+def _largest_cluster(pages: pd.DataFrame, chosen: list[str]) -> int:
+    """Bytes of the largest cluster of the selected fields: what one cluster-cache load reads."""
+    sel = pages[pages["branch"].isin(chosen)]
+    return int(sel.groupby("entry_start")["compressed_bytes"].sum().max()) if len(sel) else 0
+
+
+def run(
+    f: Any, url: str, obj: DataObject, pattern: Pattern, cache_bytes: int | None, t0: float
+) -> EngineResult:
+    cluster_cache = _cluster_cache(cache_bytes)
+    job = _job(f, url, obj, cluster_cache)
+    open_s = time.perf_counter() - t0
+    names = [str(n) for n in job.fields()]
+    chosen = select_branches(names, {}, pattern.branches)
+    entries = int(job.entries())
+    first, stop, stride = entry_selection(entries, pattern)
+    events = job.loop(root().std.vector("std::string")(chosen), first, stop, stride, pattern.cpu_us)
+    if job.error:
+        raise InstoreError(
+            f"{url}: cannot read the RNTuple {obj.path!r}: {_first_line(job.error)}",
+            "the file may be truncated or corrupt (or the storage failed); re-copy or regenerate it",
+        )
+    counters = {name: int(job.counter(name)) for name in COUNTERS}
+    pages = page_map(job, names)
+    on = bool(job.cluster_cache_on(cluster_cache))
+    return EngineResult(
+        format=obj.format,
+        object_name=obj.path,
+        file_size=int(f.GetSize()),
+        entries=entries,
+        branches_total=len(names),
+        branches_read=len(chosen),
+        events=int(events),
+        open_s=open_s,
+        bytes_read=counters["szReadPayload"] + max(0, counters["szReadOverhead"]),
+        read_calls=counters["nRead"],
+        vector_reads=counters["nReadV"],
+        bytes_needed=bytes_needed(pages, chosen, first, stop, stride),
+        cache_bytes=_largest_cluster(pages, chosen) if on else 0,
+        counters={**counters, "cluster_cache": int(on)},
+    )
+
+
+@functools.cache
+def warm_up() -> None:
+    """Run the RNTuple path once on a tiny file, before any clock starts (cling compiles each
+    function at its first call)."""
+    ROOT, cpp = root(), declare("payload_rntuple")
+    fd, path = tempfile.mkstemp(suffix=".root", prefix="instore-warmup-")
+    os.close(fd)
+    try:
+        cpp.write_warm_up_ntuple(path)
+        f = ROOT.TFile.Open(path, "READ")
+        try:
+            for cache in (0, 1):
+                job = cpp.NtupleJob(f, "warmup", cache)
+                names = [str(n) for n in job.fields()]
+                job.loop(ROOT.std.vector("std::string")(names), 0, job.entries(), 1, 0.0)
+                page_map(job, names)
+                [job.counter(n) for n in COUNTERS]
+                del job
+        finally:
+            f.Close()
+    finally:
+        os.unlink(path)

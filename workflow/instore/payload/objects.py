@@ -1,0 +1,197 @@
+"""Which object of a file a job reads: a TTree or an RNTuple, named or the largest, in any
+TDirectory. Both engines read what this chooses, so they never disagree on the object.
+
+The choice uses uproot's key listing (fast, engine-independent) through the counting source, so
+remote endpoints are reached exactly as the uproot engine reaches them. It runs before the
+measurement starts: knowing what to read is the job's configuration, not its I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from instore.errors import InstoreError
+
+TTREE, RNTUPLE = "ttree", "rntuple"
+FORMATS = (TTREE, RNTUPLE)
+CHECKSUM_BYTES = 8  # a checksummed page is stored with its xxhash3 checksum behind it
+_TTREE_CLASSES = {"TTree", "TNtuple", "TNtupleD"}
+_RNTUPLE_CLASSES = {"ROOT::RNTuple", "ROOT::Experimental::RNTuple"}
+PAGE_COLUMNS = [
+    "branch",
+    "branch_index",
+    "basket",
+    "entry_start",
+    "entry_stop",
+    "offset",
+    "compressed_bytes",
+]  # the basket map's columns: an RNTuple page plays a basket's part
+
+
+@dataclass(frozen=True)
+class DataObject:
+    """A readable object: its path in the file (``analysis/nominal``) and its format."""
+
+    path: str
+    format: str
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+def format_of(classname: str) -> str | None:
+    if classname in _TTREE_CLASSES:
+        return TTREE
+    if classname in _RNTUPLE_CLASSES:
+        return RNTUPLE
+    return None
+
+
+def open_file(url: str, **options: Any) -> Any:
+    """``uproot.open`` with every failure turned into one line with a fix."""
+    import uproot
+
+    try:
+        return uproot.open(url, **options)
+    except FileNotFoundError as err:
+        raise InstoreError(f"{url}: no such file", "check the path or URL") from err
+    except OSError as err:
+        raise InstoreError(
+            f"{url}: cannot open ({err})".splitlines()[0],
+            "check the endpoint is up and the path exists",
+        ) from err
+    except Exception as err:  # uproot raises plain ValueError/KeyError on bad headers
+        raise InstoreError(
+            f"{url}: not a readable ROOT file ({type(err).__name__}: {err})".splitlines()[0],
+            "regenerate or re-copy the file; it may be truncated or corrupt",
+        ) from err
+
+
+def classnames(file: Any, url: str) -> dict[str, str]:
+    """Every key's path and class, TDirectories searched."""
+    try:
+        return dict(file.classnames(recursive=True, cycle=False))
+    except Exception as err:
+        raise InstoreError(
+            f"{url}: cannot list its objects ({err})".splitlines()[0],
+            "the file may be truncated or corrupt; regenerate or re-copy it",
+        ) from err
+
+
+def _size(file: Any, obj: DataObject) -> int:
+    """Compressed bytes of the object's data, to find the largest."""
+    if obj.format == TTREE:
+        return int(file[obj.path].member("fZipBytes"))
+    return int(page_map(file[obj.path])["compressed_bytes"].sum())
+
+
+def _holds(names: Mapping[str, str]) -> str:
+    shown = [f"{cls} {path}" for path, cls in names.items()][:12]
+    more = len(names) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "") if shown else "nothing"
+
+
+def _match(objects: list[DataObject], name: str) -> list[DataObject]:
+    """The object at path ``name``, or those whose own name is ``name`` (in any directory)."""
+    exact = [o for o in objects if o.path == name.strip("/")]
+    return exact or [o for o in objects if o.name == name]
+
+
+def choose_from(file: Any, url: str, name: str | None, names: Mapping[str, str]) -> DataObject:
+    """The named object, or the largest TTree or RNTuple of ``names`` (path -> class)."""
+    objects = [DataObject(p, f) for p, c in names.items() if (f := format_of(c)) is not None]
+    if not objects:
+        raise InstoreError(
+            f"{url}: holds no TTree or RNTuple; it holds: {_holds(names)}",
+            "point at a file with a TTree or an RNTuple",
+        )
+    if name is None:
+        if len(objects) == 1:
+            return objects[0]
+        return max(objects, key=lambda o: _size(file, o))
+    found = _match(objects, name)
+    if len(found) != 1:
+        problem = "no TTree or RNTuple named" if not found else "several objects named"
+        raise InstoreError(
+            f"{url}: {problem} {name!r}",
+            f"choose one of (--tree PATH): {', '.join(o.path for o in objects)}",
+        )
+    return found[0]
+
+
+def choose(url: str, name: str | None, timeout: float = 60.0) -> DataObject:
+    """Open ``url`` with the counting source and choose the object a job reads."""
+    from uproot.source.coalesce import CoalesceConfig
+
+    from instore.payload.source import source_class
+
+    file = open_file(url, handler=source_class(CoalesceConfig(), timeout))
+    with file:
+        return choose_from(file, url, name, classnames(file, url))
+
+
+def get(file: Any, url: str, obj: DataObject) -> Any:
+    """The chosen object from an open uproot file, a corrupt one said in one line."""
+    try:
+        return file[obj.path]
+    except Exception as err:
+        raise InstoreError(
+            f"{url}: cannot read the {obj.format} {obj.path!r} ({type(err).__name__}: {err})".splitlines()[
+                0
+            ],
+            "the file may be truncated or corrupt; regenerate or re-copy it",
+        ) from err
+
+
+def _field_columns(ntuple: Any) -> dict[int, int]:
+    """Physical column index -> index of the top-level field it belongs to."""
+    fields = ntuple.field_records
+    top = {}
+    for i in range(len(fields)):
+        j = i
+        while fields[j].parent_field_id != j:
+            j = fields[j].parent_field_id
+        top[i] = j
+    return {c.idx: top[c.field_id] for c in ntuple.column_records}
+
+
+def _cluster_bounds(ntuple: Any) -> list[tuple[int, int]]:
+    return [
+        (int(c.num_first_entry), int(c.num_first_entry + c.num_entries))
+        for c in ntuple.cluster_summaries
+    ]
+
+
+def page_rows(ntuple: Any) -> Iterable[tuple[Any, ...]]:
+    """One row per page on disk, as uproot reads the footer and page lists."""
+    names = [f.field_name for f in ntuple.field_records]
+    order = {n: k for k, n in enumerate(ntuple.keys())}  # top-level fields, schema order
+    columns = _field_columns(ntuple)
+    for cluster, (start, stop) in zip(ntuple.page_link_list, _cluster_bounds(ntuple), strict=True):
+        for column, pages in enumerate(cluster):
+            if pages.suppressed or column not in columns:
+                continue
+            field = names[columns[column]]
+            for k, page in enumerate(pages.pages):
+                size = int(page.locator.num_bytes) + (CHECKSUM_BYTES if page.has_checksum else 0)
+                yield (field, order.get(field, -1), k, start, stop, int(page.locator.offset), size)
+
+
+def page_map(ntuple: Any) -> pd.DataFrame:
+    """The pages of an RNTuple as a basket map: each page spans its cluster's entries, since a
+    reader of any entry of a cluster loads the cluster's pages of the fields it reads."""
+    rows = list(page_rows(ntuple))
+    frame = pd.DataFrame(rows, columns=PAGE_COLUMNS)
+    return frame.astype({c: np.int64 for c in PAGE_COLUMNS[1:]})
+
+
+def cluster_bounds(ntuple: Any) -> list[int]:
+    """Entry boundaries of the RNTuple's clusters: [0, ..., num_entries]."""
+    bounds = _cluster_bounds(ntuple)
+    return [0] + [stop for _, stop in bounds] if bounds else [0, int(ntuple.num_entries)]
