@@ -62,7 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     knobs.add_argument(
         "--cache-mb",
         type=float,
-        help="TTreeCache size in MB; 0 turns it off (default: ROOT's default)",
+        help="TTreeCache size in MB; 0 turns it off (default: ROOT's default). On an RNTuple: "
+        "0 turns the cluster cache off, any other value on (default: on)",
     )
     knobs.add_argument(
         "--readahead-kb",
