@@ -148,7 +148,7 @@ def test_page_map_matches_roots_descriptor(rntuple_files: dict[str, Path]) -> No
                         cluster,
                         column,
                         int(loc.GetPosition["std::uint64_t"]()),
-                        loc.GetNBytesOnStorage(),
+                        loc.GetNBytesOnStorage() + (8 if info.HasChecksum() else 0),
                     )
                 )
     got = list(

@@ -3,7 +3,8 @@
 The frame shares the basket map's columns, so the disorder figures and the access map read it
 unchanged: ``branch`` is the top-level field a page belongs to (the name a reader selects),
 ``basket`` the page's index within its column over the whole file, ``offset`` and
-``compressed_bytes`` its locator. ``entry_start``/``entry_stop`` are its cluster's entries: an
+``compressed_bytes`` its bytes on storage (the locator's, plus the page checksum a reader reads
+with it). ``entry_start``/``entry_stop`` are its cluster's entries: an
 RNTuple reader loads a cluster's pages of the selected columns together (the cluster is the
 unit of reading, as TTreeCache's cluster is), and a page of a collection's values has no entry
 range of its own without reading the offsets. Extra columns say which cluster, column and
@@ -33,6 +34,7 @@ PAGE_COLUMNS = [
     "format",
 ]
 RNTUPLE_CLASS = "ROOT::RNTuple"
+CHECKSUM_BYTES = 8  # a checksummed page is stored with its xxhash3 checksum behind it
 
 
 def is_rntuple(obj: Any) -> bool:
@@ -107,7 +109,7 @@ def _page_rows(ntuple: Any) -> Iterator[tuple[Any, ...]]:
                     first,
                     stop,
                     int(loc.offset),
-                    int(loc.num_bytes),
+                    int(loc.num_bytes) + (CHECKSUM_BYTES if desc.has_checksum else 0),
                     cluster,
                     page,
                     path,

@@ -18,7 +18,8 @@ from typing import Any
 import pandas as pd
 
 from instore.errors import InstoreError
-from instore.payload.objects import PAGE_COLUMNS, DataObject
+from instore.inspect.basketmap import COLUMNS as PAGE_COLUMNS
+from instore.payload.objects import DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
 from instore.rootenv import declare, root
@@ -50,7 +51,7 @@ def _job(f: Any, url: str, obj: DataObject, cluster_cache: int) -> Any:
 
 
 def page_map(job: Any, names: list[str]) -> pd.DataFrame:
-    """The pages of ``names`` from ROOT's descriptor, as a basket map (see objects.page_map)."""
+    """The pages of ``names`` from ROOT's descriptor, as a basket map (see instore.inspect.pagemap)."""
     rows = job.page_rows(root().std.vector("std::string")(names))
     return pd.DataFrame(
         {

@@ -12,6 +12,7 @@ from uproot.source.coalesce import CoalesceConfig
 
 from instore.errors import InstoreError
 from instore.inspect.basketmap import basket_map
+from instore.inspect.pagemap import page_map
 from instore.payload import objects
 from instore.payload.cpuburn import burn
 from instore.payload.objects import RNTUPLE, DataObject
@@ -83,7 +84,7 @@ def _ntuple_read(ntuple: Any, pattern: Pattern) -> tuple[Any, ...]:
         n = len(range(_first_hit(a, first, stride), b, stride))
         burn(pattern.cpu_us * n)
         events += n
-    needed = bytes_needed(objects.page_map(ntuple), chosen, first, stop, stride)
+    needed = bytes_needed(page_map(ntuple), chosen, first, stop, stride)
     return names, chosen, events, needed
 
 

@@ -8,29 +8,17 @@ measurement starts: knowing what to read is the job's configuration, not its I/O
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from instore.errors import InstoreError
+from instore.inspect.pagemap import page_map
 
 TTREE, RNTUPLE = "ttree", "rntuple"
 FORMATS = (TTREE, RNTUPLE)
-CHECKSUM_BYTES = 8  # a checksummed page is stored with its xxhash3 checksum behind it
 _TTREE_CLASSES = {"TTree", "TNtuple", "TNtupleD"}
 _RNTUPLE_CLASSES = {"ROOT::RNTuple", "ROOT::Experimental::RNTuple"}
-PAGE_COLUMNS = [
-    "branch",
-    "branch_index",
-    "basket",
-    "entry_start",
-    "entry_stop",
-    "offset",
-    "compressed_bytes",
-]  # the basket map's columns: an RNTuple page plays a basket's part
 
 
 @dataclass(frozen=True)
@@ -88,7 +76,8 @@ def _size(file: Any, obj: DataObject) -> int:
     """Compressed bytes of the object's data, to find the largest."""
     if obj.format == TTREE:
         return int(file[obj.path].member("fZipBytes"))
-    return int(page_map(file[obj.path])["compressed_bytes"].sum())
+    pages = page_map(file[obj.path])
+    return int(pages.loc[~pages["shared"], "compressed_bytes"].sum())
 
 
 def _holds(names: Mapping[str, str]) -> str:
@@ -149,46 +138,11 @@ def get(file: Any, url: str, obj: DataObject) -> Any:
         ) from err
 
 
-def _field_columns(ntuple: Any) -> dict[int, int]:
-    """Physical column index -> index of the top-level field it belongs to."""
-    fields = ntuple.field_records
-    top = {}
-    for i in range(len(fields)):
-        j = i
-        while fields[j].parent_field_id != j:
-            j = fields[j].parent_field_id
-        top[i] = j
-    return {c.idx: top[c.field_id] for c in ntuple.column_records}
-
-
 def _cluster_bounds(ntuple: Any) -> list[tuple[int, int]]:
     return [
         (int(c.num_first_entry), int(c.num_first_entry + c.num_entries))
         for c in ntuple.cluster_summaries
     ]
-
-
-def page_rows(ntuple: Any) -> Iterable[tuple[Any, ...]]:
-    """One row per page on disk, as uproot reads the footer and page lists."""
-    names = [f.field_name for f in ntuple.field_records]
-    order = {n: k for k, n in enumerate(ntuple.keys())}  # top-level fields, schema order
-    columns = _field_columns(ntuple)
-    for cluster, (start, stop) in zip(ntuple.page_link_list, _cluster_bounds(ntuple), strict=True):
-        for column, pages in enumerate(cluster):
-            if pages.suppressed or column not in columns:
-                continue
-            field = names[columns[column]]
-            for k, page in enumerate(pages.pages):
-                size = int(page.locator.num_bytes) + (CHECKSUM_BYTES if page.has_checksum else 0)
-                yield (field, order.get(field, -1), k, start, stop, int(page.locator.offset), size)
-
-
-def page_map(ntuple: Any) -> pd.DataFrame:
-    """The pages of an RNTuple as a basket map: each page spans its cluster's entries, since a
-    reader of any entry of a cluster loads the cluster's pages of the fields it reads."""
-    rows = list(page_rows(ntuple))
-    frame = pd.DataFrame(rows, columns=PAGE_COLUMNS)
-    return frame.astype({c: np.int64 for c in PAGE_COLUMNS[1:]})
 
 
 def cluster_bounds(ntuple: Any) -> list[int]:
