@@ -55,6 +55,12 @@ def _version(package: str) -> str | None:
         return None
 
 
+def _credential() -> dict[str, str | None] | None:
+    from instore.credentials import describe
+
+    return describe()
+
+
 @dataclass(frozen=True)
 class Provenance:
     """Where and with what software a job ran (kept as one JSON column in the tables)."""
@@ -66,6 +72,8 @@ class Provenance:
     versions: dict[str, str | None]
     env: dict[str, str]
     pid: int
+    # The credential the job held: kind, proxy subject and expiry only; never its content.
+    credential: dict[str, str | None] | None = None
 
     @classmethod
     def collect(cls) -> Provenance:
@@ -80,6 +88,7 @@ class Provenance:
             versions={p: _version(p) for p in _PACKAGES},
             env={k: os.environ[k] for k in RECORDED_ENV if k in os.environ},
             pid=os.getpid(),
+            credential=_credential(),
         )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from instore.credentials import explain
 from instore.errors import InstoreError
 from instore.payload import engine_rntuple, engine_root, engine_uproot, objects
 from instore.payload.objects import DataObject
@@ -213,7 +214,7 @@ def run_read(opts: ReadOptions) -> JobResult:
         knobs=opts.knobs(),
         measurement=_measurement(before, after, result, stage_s),
         provenance=Provenance.collect(),
-        error=error,
+        error=explain(opts.url, error),  # an auth refusal says so, and names the fix
         start_lateness_s=lateness,
         cold_cache_dropped=dropped,
         passes=passes,

@@ -5,20 +5,21 @@ fraction of what the storage could deliver. Stored as ``<results>/<site>/calibra
 from __future__ import annotations
 
 import json
+import os
 import platform
 import socket
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from instore import credentials
 from instore.calibration import write_calibration
 from instore.errors import InstoreError
+from instore.payload.source import http as http_source
 from instore.site.emulated import blkio
 from instore.site.emulated.delay import measure_rtt_ms
-from instore.site.emulated.system import run
 from instore.site.live import FioTarget, LiveSite
 
 
@@ -57,16 +58,38 @@ def disk_limits(target: FioTarget, seconds: float) -> dict:
 
 
 def xrdcp_seconds(url: str) -> float:
+    """A whole-file xrdcp with the grid credentials jobs get (named in its environment)."""
+    cmd = ["xrdcp", "--force", "--silent", url, "/dev/null"]
+    env = {**os.environ, **credentials.host_env()}
     start = time.perf_counter()
-    run(["xrdcp", "--force", "--silent", url, "/dev/null"], timeout=600)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+    if proc.returncode != 0:
+        message = (proc.stderr or proc.stdout).strip().splitlines() or ["no message"]
+        if credentials.auth_refused(message[-1]):
+            raise InstoreError(credentials.auth_line(url))
+        raise InstoreError(f"xrdcp {url} failed (exit {proc.returncode}): {message[-1]}",
+                           "check the calibration file exists behind the endpoint")  # fmt: skip
     return time.perf_counter() - start
 
 
 def http_seconds(url: str) -> float:
+    """A whole-file GET, authenticated as jobs are (token, proxy, X509_CERT_DIR)."""
+    creds = credentials.discover()
+    manager = http_source.pool(60, creds)
     start = time.perf_counter()
-    with urllib.request.urlopen(url, timeout=60) as response:
-        while response.read(1 << 20):
+    try:
+        resp = manager.request("GET", url, headers=http_source.auth_headers(url, creds),
+                               preload_content=False)  # fmt: skip
+        if resp.status in (401, 403):
+            raise InstoreError(credentials.auth_line(url))
+        if resp.status != 200:
+            raise InstoreError(f"GET {url} answered HTTP {resp.status}",
+                               "check the calibration file exists behind the endpoint")  # fmt: skip
+        for _ in resp.stream(1 << 20):
             pass
+        resp.release_conn()
+    finally:
+        manager.clear()
     return time.perf_counter() - start
 
 

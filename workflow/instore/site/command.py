@@ -16,6 +16,7 @@ from instore.site.config import load_site
 from instore.site.emulated import faults
 from instore.site.emulated.names import SiteNames
 from instore.site.emulated.system import cmdline
+from instore.site.real import RealLive
 from instore.site.session import site_as_it_is, using_site
 
 
@@ -68,7 +69,15 @@ def _status(args: argparse.Namespace) -> int:
 
 def _preflight(args: argparse.Namespace) -> int:
     cfg = load_site(args.name)
-    failures = site_as_it_is(cfg).preflight()
+    live = site_as_it_is(cfg)
+    failures = live.preflight()
+    file = args.file or cfg.calibration.file
+    if isinstance(live, RealLive) and file:  # beyond TCP: open the file with the credentials
+        down = {p for p in cfg.endpoints if any(line.startswith(f"{p} ") for line in failures)}
+        failures += live.check_file(file, skip=down)
+    elif isinstance(live, RealLive):
+        print("no file to open: only TCP checked (give --file NAME or set calibration.file)",
+              file=sys.stderr)  # fmt: skip
     for line in failures:
         print(line, file=sys.stderr)
     print(f"site {cfg.name}: {'FAILED' if failures else 'ok'}", file=sys.stderr)
@@ -117,8 +126,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "(default: results)")  # fmt: skip
     status.set_defaults(func=_status)
 
-    pre = sub.add_parser("preflight", help="check every endpoint answers, one line per failure")
+    pre = sub.add_parser("preflight", help="check every endpoint answers and, for a real site, "
+                         "opens a file with the credentials; one line per failure")  # fmt: skip
     pre.add_argument("name", help="site name or path")
+    pre.add_argument("--file", help="a file to open through every network endpoint with the "
+                     "jobs' credentials (default: the site's calibration.file)")  # fmt: skip
     pre.set_defaults(func=_preflight)
 
     cal = sub.add_parser("calibrate", help="measure disk, protocol throughput and RTT")

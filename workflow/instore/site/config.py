@@ -78,6 +78,7 @@ class SiteConfig:
     endpoints: dict[str, str] = field(default_factory=dict)
     calibration: Calibration = field(default_factory=Calibration)
     preflight_timeout_s: float = 5.0
+    auth: str = "none"  # the credential the endpoints need: x509, token or none
 
     @property
     def emulated(self) -> bool:
@@ -132,6 +133,7 @@ def _build(data: dict[str, Any], path: Path) -> SiteConfig:
         endpoints=endpoints,
         calibration=Calibration(**calibration),
         preflight_timeout_s=data.get("timeouts", {}).get("preflight_s", 5.0),
+        auth=data.get("auth", "none"),
     )
 
 

@@ -1,14 +1,17 @@
-"""Real sites: nothing to start. Check every endpoint answers before any measurement, and
-say, one line per endpoint, which does not."""
+"""Real sites: nothing to start. Check the credential the site needs is there and valid, and
+every endpoint answers, before any measurement; say, one line per endpoint, which does not."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from instore import credentials
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig
+from instore.site.endpoints import check_files
 from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
 
 
@@ -43,6 +46,20 @@ class RealLive(LiveSite):
 
     def _endpoints(self) -> dict[str, str]:
         return dict(self.config.endpoints)
+
+    def preflight(self) -> list[str]:
+        """Every endpoint answers, and the credential the site needs (``auth``) is here."""
+        lines = super().preflight()
+        problem = credentials.problem(self.config.auth)
+        if problem is not None:
+            lines.insert(0, f"credentials: {problem}")
+        return lines
+
+    def check_file(self, file: str, skip: Collection[str] = ()) -> list[str]:
+        """One line per network endpoint (but those in ``skip``) through which ``file`` cannot
+        be opened with the jobs' credentials (auth refused / no such file / unreachable)."""
+        endpoints = {p: t for p, t in self._endpoints().items() if p not in skip}
+        return check_files(endpoints, file, self.config.preflight_timeout_s)
 
     def drop_caches(self) -> None:
         """We cannot drop a remote server's cache; drop this node's page cache for the files
@@ -94,7 +111,8 @@ def _fadvise_dontneed(path: Path) -> None:
 
 
 def open_real(site: SiteConfig, files: list[str], results: Path = DEFAULT_RESULTS) -> RealLive:
-    """The real site, once every endpoint answers."""
+    """The real site, once its credential is valid and every endpoint answers."""
+    credentials.require(site.auth, site.name)
     live = RealLive(site, files, results)
     failures = live.preflight()
     if failures:

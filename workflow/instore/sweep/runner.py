@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 from distributed import Client
 from tqdm import tqdm
 
+from instore import credentials
 from instore.container import Access, Bind, measure_startup, select_runtime, target_for
 from instore.container.measure import run_payload
 from instore.container.runtime import Runtime, Target
@@ -144,8 +145,9 @@ def access_for(
     fuse: bool,
     container: bool,
 ) -> Access:
-    """What the job must see: the data, scratch, the directories of local URLs and, in a
-    container, the site's blkio cgroup (the payload joins it so its reads are throttled)."""
+    """What the job must see: the data, scratch, the directories of local URLs, the grid
+    credentials and, in a container, the site's blkio cgroup (the payload joins it so its reads
+    are throttled)."""
     local = {Path(u).parent for u in urls if urlparse(u).scheme in ("", "file")}
     binds = [Bind(data.resolve()), Bind(scratch.resolve(), writable=True)]
     binds += [
@@ -155,6 +157,11 @@ def access_for(
     if container and env.get(CGROUP_ENV):
         binds.append(Bind(Path(env[CGROUP_ENV]), writable=True, inside=CONTAINER_CGROUP))
         env[CGROUP_ENV] = CONTAINER_CGROUP
+    # The grid credentials found here, as grid jobs find them: files bound read-only, variables
+    # naming them (a token given as a value is handed over as a private file).
+    creds = credentials.for_job(container, scratch.resolve() / ".instore-creds")
+    binds += [Bind(host, inside=inside) for host, inside in creds.binds]
+    env.update(creds.env)
     return Access(binds=tuple(binds), env=env, fuse=fuse)
 
 

@@ -1,22 +1,71 @@
-"""http(s):// range requests: coalesced ranges go out as one multi-range GET."""
+"""http(s):// range requests: coalesced ranges go out as one multi-range GET.
+
+Authenticated as grid storage expects: the WLCG bearer token as ``Authorization: Bearer`` (over
+https only) and the X.509 proxy as client certificate (its file holds cert and key), with the
+CAs of ``X509_CERT_DIR`` trusted besides the system's.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import re
+import ssl
+from urllib.parse import urlsplit
 
 import urllib3
+
+from instore import credentials
 
 MAX_RANGES_PER_GET = 64  # keeps the Range header well under server header limits
 _CONTENT_RANGE = re.compile(rb"content-range:\s*bytes\s+(\d+)-(\d+)/", re.IGNORECASE)
 
 
+def ssl_context(creds: credentials.Credentials) -> ssl.SSLContext:
+    """The system CAs plus the grid's (``X509_CERT_DIR``), and the proxy as client certificate."""
+    ctx = ssl.create_default_context()
+    if creds.cert_dir is not None:
+        ctx.load_verify_locations(capath=str(creds.cert_dir))
+    if creds.proxy_found:
+        # An unreadable proxy is left out: the server then says it wants one.
+        with contextlib.suppress(OSError):
+            ctx.load_cert_chain(str(creds.proxy))
+    return ctx
+
+
+def auth_headers(url: str, creds: credentials.Credentials) -> dict[str, str]:
+    """The bearer token, sent only over https (a token on plain http is a token given away)."""
+    if creds.token is None or urlsplit(url).scheme != "https":
+        return {}
+    return {"Authorization": f"Bearer {creds.token}"}
+
+
+def pool(timeout: float, creds: credentials.Credentials | None = None) -> urllib3.PoolManager:
+    """A connection pool that authenticates with the credentials this job holds."""
+    creds = creds or credentials.discover()
+    return urllib3.PoolManager(
+        timeout=urllib3.Timeout(connect=timeout, read=timeout),
+        retries=False,
+        ssl_context=ssl_context(creds),
+    )
+
+
+def head(url: str, timeout: float) -> int:
+    """The HTTP status of an authenticated HEAD of ``url``."""
+    creds = credentials.discover()
+    manager = pool(timeout, creds)
+    try:
+        return manager.request("HEAD", url, headers=auth_headers(url, creds)).status
+    finally:
+        manager.clear()
+
+
 class HTTPBackend:
     def __init__(self, url: str, timeout: float) -> None:
         self._url = url
-        self._pool = urllib3.PoolManager(
-            timeout=urllib3.Timeout(connect=timeout, read=timeout), retries=False
-        )
-        resp = self._pool.request("HEAD", url)
+        creds = credentials.discover()
+        self._pool = pool(timeout, creds)
+        self._headers = auth_headers(url, creds)
+        resp = self._pool.request("HEAD", url, headers=self._headers)
         if resp.status != 200:
             raise OSError(f"HTTP {resp.status} for HEAD {url}")
         self.size = int(resp.headers["Content-Length"])
@@ -32,7 +81,8 @@ class HTTPBackend:
 
     def _get(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         header = "bytes=" + ",".join(f"{a}-{b - 1}" for a, b in ranges)
-        resp = self._pool.request("GET", self._url, headers={"Range": header}, preload_content=True)
+        headers = {**self._headers, "Range": header}
+        resp = self._pool.request("GET", self._url, headers=headers, preload_content=True)
         if resp.status != 206:
             raise OSError(f"HTTP {resp.status} for a range request to {self._url}")
         body = resp.data

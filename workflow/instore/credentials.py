@@ -1,0 +1,355 @@
+"""Grid credentials, found the way grid jobs find them, handed to every job, never recorded.
+
+Discovery follows the conventions every grid client uses, so an admin's usual environment works:
+
+* X.509: ``X509_USER_PROXY`` (default ``/tmp/x509up_u<uid>``), ``X509_CERT_DIR`` (default
+  ``/etc/grid-security/certificates``) and ``X509_VOMS_DIR``;
+* WLCG bearer tokens (WLCG Bearer Token Discovery): ``BEARER_TOKEN``, then
+  ``BEARER_TOKEN_FILE``, then ``$XDG_RUNTIME_DIR/bt_u<uid>``, then ``/tmp/bt_u<uid>``.
+
+What a record may keep is ``describe()``: the kind, the proxy's subject and its expiry. Proxy and
+token contents stay in their files; a token given as a value is written to a private file, so
+it reaches jobs as ``BEARER_TOKEN_FILE`` and never on a command line. Standard library only
+(``cryptography`` if installed): the payload imports this module once per job.
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime as dt
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from instore.errors import InstoreError
+
+PROXY_ENV, CERT_DIR_ENV, VOMS_DIR_ENV = "X509_USER_PROXY", "X509_CERT_DIR", "X509_VOMS_DIR"
+TOKEN_ENV, TOKEN_FILE_ENV = "BEARER_TOKEN", "BEARER_TOKEN_FILE"
+DEFAULT_CERT_DIR = "/etc/grid-security/certificates"
+AUTH_KINDS = ("x509", "token", "none")
+INSIDE = "/instore/creds"  # where a container sees the credentials
+RENEW_PROXY = "renew it with voms-proxy-init or xrdgsiproxy init"
+CREATE_PROXY = "create one with voms-proxy-init (or xrdgsiproxy init) and export X509_USER_PROXY"
+GET_TOKEN = "get one (e.g. oidc-token or htgettoken) and export BEARER_TOKEN_FILE"
+# What storage says when it refuses a client's identity.
+_AUTH_REFUSED = re.compile(
+    r"auth(entication)? failed|no protocols left to try|not authori[sz]ed|unauthori[sz]ed"
+    r"|\bHTTP (401|403)\b|\[3010\]",
+    re.IGNORECASE,
+)
+_NO_SUCH_FILE = re.compile(r"no such file|\[3011\]|\bHTTP 404\b|not found", re.IGNORECASE)
+_ROOT_COULD_NOT_OPEN = "ROOT could not open it"
+_WRITTEN: set[Path] = set()  # private token files this process wrote (removed at exit)
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What this process would authenticate with. ``proxy`` is where the proxy is looked for
+    (found or not); ``token`` is never printed (``repr=False``)."""
+
+    proxy: Path
+    proxy_found: bool
+    cert_dir: Path | None
+    voms_dir: Path | None
+    token: str | None = field(default=None, repr=False)
+    token_file: Path | None = None  # the file the token came from; None: BEARER_TOKEN's value
+
+    @property
+    def kind(self) -> str | None:
+        kinds = [k for k, has in (("x509", self.proxy_found), ("token", self.token)) if has]
+        return "+".join(kinds) or None
+
+
+def _uid() -> int:
+    return os.getuid()
+
+
+def _read_token(path: Path) -> str | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return text or None
+
+
+def find_token(env: Mapping[str, str], uid: int) -> tuple[str | None, Path | None]:
+    """The bearer token and the file it is in, in WLCG discovery order (None: no token)."""
+    if env.get(TOKEN_ENV, "").strip():
+        return env[TOKEN_ENV].strip(), None
+    candidates = []
+    if env.get(TOKEN_FILE_ENV):
+        candidates.append(Path(env[TOKEN_FILE_ENV]))
+    if env.get("XDG_RUNTIME_DIR"):
+        candidates.append(Path(env["XDG_RUNTIME_DIR"]) / f"bt_u{uid}")
+    candidates.append(Path(f"/tmp/bt_u{uid}"))
+    for path in candidates:
+        token = _read_token(path)
+        if token:
+            return token, path
+    return None, None
+
+
+def discover(env: Mapping[str, str] | None = None, uid: int | None = None) -> Credentials:
+    """The credentials this environment holds, by the grid's conventions."""
+    env = os.environ if env is None else env
+    uid = _uid() if uid is None else uid
+    proxy = Path(env.get(PROXY_ENV) or f"/tmp/x509up_u{uid}")
+    cert_dir = Path(env.get(CERT_DIR_ENV) or DEFAULT_CERT_DIR)
+    voms = env.get(VOMS_DIR_ENV)
+    token, token_file = find_token(env, uid)
+    return Credentials(
+        proxy=proxy,
+        proxy_found=proxy.is_file(),
+        cert_dir=cert_dir if cert_dir.is_dir() else None,
+        voms_dir=Path(voms) if voms and Path(voms).is_dir() else None,
+        token=token,
+        token_file=token_file,
+    )
+
+
+@dataclass(frozen=True)
+class ProxyInfo:
+    """What may be said about a proxy: its subject and when it expires (None: unreadable)."""
+
+    subject: str | None
+    expires: dt.datetime | None
+
+    def expired(self, now: dt.datetime | None = None) -> bool:
+        return self.expires is not None and self.expires <= (now or dt.datetime.now(dt.UTC))
+
+
+def _grid_dn(name: object) -> str:
+    """``/DC=org/CN=...``, the way grid tools print a DN."""
+    return "".join(f"/{attr.rfc4514_string()}" for attr in name)  # type: ignore[attr-defined]
+
+
+def _with_cryptography(path: Path) -> ProxyInfo | None:
+    try:
+        from cryptography import x509
+    except ImportError:
+        return None
+    try:
+        cert = x509.load_pem_x509_certificate(path.read_bytes())
+    except (OSError, ValueError):
+        return ProxyInfo(None, None)
+    return ProxyInfo(_grid_dn(cert.subject), cert.not_valid_after_utc)
+
+
+def _with_openssl(path: Path) -> ProxyInfo:
+    cmd = ["openssl", "x509", "-in", str(path), "-noout", "-subject", "-enddate",
+           "-nameopt", "compat"]  # fmt: skip
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ProxyInfo(None, None)
+    if proc.returncode != 0:
+        return ProxyInfo(None, None)
+    fields = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
+    expires = None
+    if "notAfter" in fields:
+        try:
+            when = dt.datetime.strptime(fields["notAfter"].strip(), "%b %d %H:%M:%S %Y %Z")
+            expires = when.replace(tzinfo=dt.UTC)
+        except ValueError:
+            expires = None
+    subject = fields.get("subject", "").strip() or None
+    return ProxyInfo(subject, expires)
+
+
+@cache
+def _proxy_info(path: Path, mtime_ns: int) -> ProxyInfo:
+    return _with_cryptography(path) or _with_openssl(path)
+
+
+def proxy_info(path: Path) -> ProxyInfo:
+    """Subject and expiry of the proxy's first certificate (read once per file version)."""
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        return ProxyInfo(None, None)
+    return _proxy_info(path, mtime)
+
+
+def _iso(when: dt.datetime | None) -> str | None:
+    return when.isoformat(timespec="seconds") if when else None
+
+
+def describe(creds: Credentials | None = None) -> dict[str, str | None] | None:
+    """What a record keeps: the kind, and for a proxy its subject and expiry. Nothing else."""
+    creds = creds or discover()
+    if creds.kind is None:
+        return None
+    out: dict[str, str | None] = {"kind": creds.kind}
+    if creds.proxy_found:
+        info = proxy_info(creds.proxy)
+        out.update(subject=info.subject, expires=_iso(info.expires))
+    return out
+
+
+def problem(auth: str, creds: Credentials | None = None) -> InstoreError | None:
+    """Why jobs cannot authenticate as a site with ``auth`` needs (None: they can)."""
+    creds = creds or discover()
+    if auth == "x509":
+        if not creds.proxy_found:
+            return InstoreError(f"no X.509 proxy at {creds.proxy} ({PROXY_ENV} "
+                                f"{'=' + str(creds.proxy) if os.environ.get(PROXY_ENV) else 'unset'})",
+                                CREATE_PROXY)  # fmt: skip
+        info = proxy_info(creds.proxy)
+        if info.expired():
+            return InstoreError(f"X.509 proxy {creds.proxy} expired at {_iso(info.expires)}",
+                                RENEW_PROXY)  # fmt: skip
+        if creds.cert_dir is None:
+            where = os.environ.get(CERT_DIR_ENV) or DEFAULT_CERT_DIR
+            return InstoreError(f"no CA certificate directory at {where}",
+                                f"install the grid CA certificates or export {CERT_DIR_ENV}")  # fmt: skip
+    if auth == "token" and creds.token is None:
+        return InstoreError("no bearer token found (BEARER_TOKEN, BEARER_TOKEN_FILE, "
+                            "$XDG_RUNTIME_DIR/bt_u<uid>, /tmp/bt_u<uid>)", GET_TOKEN)  # fmt: skip
+    return None
+
+
+def require(auth: str, site: str) -> None:
+    """Refuse, in one line and before any job, a site whose credential is missing or expired."""
+    err = problem(auth, discover())
+    if err is not None:
+        raise InstoreError(f"site {site} needs {auth} credentials: {err.problem}", err.fix)
+
+
+# --- handing credentials to jobs -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobCredentials:
+    """What a job is given: (host path, path inside) pairs to bind read-only, and variables."""
+
+    binds: tuple[tuple[Path, str], ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def _private_token_file(token: str, directory: Path) -> Path:
+    """The token in a 0600 file of a 0700 directory (removed when this process exits), so it is
+    handed over as a file: never a command line, never an environment dump."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(directory, 0o700)
+    path = directory / f"bt_u{_uid()}"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(token + "\n")
+    os.chmod(path, 0o600)
+    if path not in _WRITTEN:
+        _WRITTEN.add(path)
+        atexit.register(path.unlink, missing_ok=True)
+    return path
+
+
+def for_job(container: bool, token_dir: Path, creds: Credentials | None = None) -> JobCredentials:
+    """Binds and variables that give a job (on the host or in a container) the credentials
+    found here; in a container they are bound read-only under ``/instore/creds``."""
+    creds = creds or discover()
+    items: list[tuple[str, Path, str]] = []  # (variable, host path, name inside)
+    if creds.proxy_found:
+        items.append((PROXY_ENV, creds.proxy, "proxy"))
+    if creds.cert_dir is not None:
+        items.append((CERT_DIR_ENV, creds.cert_dir, "certificates"))
+    if creds.voms_dir is not None:
+        items.append((VOMS_DIR_ENV, creds.voms_dir, "vomsdir"))
+    if creds.token is not None:
+        token_file = creds.token_file or _private_token_file(creds.token, token_dir)
+        items.append((TOKEN_FILE_ENV, token_file, "token"))
+    if not container:
+        return JobCredentials((), {var: str(path) for var, path, _ in items})
+    binds = tuple((path.resolve(), f"{INSIDE}/{name}") for _, path, name in items)
+    return JobCredentials(binds, {var: f"{INSIDE}/{name}" for var, _, name in items})
+
+
+def host_env(creds: Credentials | None = None) -> dict[str, str]:
+    """Variables for a tool run here (xrdfs, xrdcp): the credentials found, named explicitly."""
+    creds = creds or discover()
+    env = dict(for_job(False, Path("/nonexistent"), _without_token_value(creds)).env)
+    if creds.token is not None and creds.token_file is None:
+        env[TOKEN_ENV] = creds.token  # a child's environment, never a command line or a record
+    return env
+
+
+def _without_token_value(creds: Credentials) -> Credentials:
+    if creds.token_file is not None:
+        return creds
+    return Credentials(creds.proxy, creds.proxy_found, creds.cert_dir, creds.voms_dir)
+
+
+# --- saying why a read was refused -----------------------------------------------------------
+
+
+def auth_refused(text: str) -> bool:
+    """Whether storage's message says it refused the client's identity."""
+    return bool(_AUTH_REFUSED.search(text))
+
+
+def auth_hint(url: str, creds: Credentials | None = None) -> str:
+    """The likely cause and fix of an authentication refusal, from what this job holds."""
+    creds = creds or discover()
+    https = urlsplit(url).scheme == "https"
+    if not creds.proxy_found and creds.token is None:
+        where = f"{PROXY_ENV}={creds.proxy}"
+        return f"no valid X.509 proxy found ({where}) and no bearer token; {CREATE_PROXY}"
+    if creds.proxy_found:
+        info = proxy_info(creds.proxy)
+        if info.expired():
+            return f"X.509 proxy {creds.proxy} expired at {_iso(info.expires)}: {RENEW_PROXY}"
+        if creds.cert_dir is None:
+            return (
+                f"no CA certificate directory ({CERT_DIR_ENV}); install the grid CAs or export it"
+            )
+        return (f"the server refused X.509 proxy {creds.proxy} (subject {info.subject}); "
+                "check it is mapped/authorised there, or renew it with the right VO (voms-proxy-init)")  # fmt: skip
+    if urlsplit(url).scheme.startswith("http") and not https:
+        return "a bearer token is only sent over https; use an https:// endpoint"
+    return f"the server refused the bearer token; {GET_TOKEN} with the scopes it needs"
+
+
+def auth_line(url: str, creds: Credentials | None = None) -> str:
+    """One line: the storage refused us, and what to do about it."""
+    return f"authentication refused by {url}: {auth_hint(url, creds)}"
+
+
+def probe(url: str, timeout: float = 10.0) -> str | None:
+    """Ask the endpoint about ``url`` (stat / HEAD) with this job's credentials: None if it
+    answers, else its message. Used when an engine could not say why an open failed."""
+    scheme = urlsplit(url).scheme
+    try:
+        if scheme in ("root", "roots", "xroot", "xroots"):
+            from XRootD import client
+
+            parts = urlsplit(url)
+            fs = client.FileSystem(f"{scheme}://{parts.netloc}")
+            status, _ = fs.stat(parts.path, timeout=int(max(1, timeout)))
+            return None if status.ok else str(status.message)
+        if scheme in ("http", "https"):
+            from instore.payload.source.http import head
+
+            status = head(url, timeout)
+            return None if status == 200 else f"HTTP {status}"
+    except Exception as err:  # the probe only refines a message; never fail because of it
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
+def explain(url: str, error: str | None) -> str | None:
+    """A job's error, with an authentication refusal said as one: the fix is a credential,
+    never "regenerate the file". Other errors pass unchanged."""
+    if not error or urlsplit(url).scheme in ("", "file"):
+        return error
+    if auth_refused(error):
+        return auth_line(url)
+    if _ROOT_COULD_NOT_OPEN in error:  # ROOT keeps the reason to itself: ask the endpoint
+        answer = probe(url)
+        if answer and auth_refused(answer):
+            return auth_line(url)
+        if answer and _NO_SUCH_FILE.search(answer):
+            return f"{url}: no such file on the endpoint ({answer.strip()}) -- check the path"
+    return error
