@@ -18,6 +18,7 @@ __all__ = [
     "PROTOCOLS",
     "REPO_ROOT",
     "SITES_DIR",
+    "Cache",
     "Calibration",
     "Disk",
     "Network",
@@ -27,7 +28,7 @@ __all__ = [
     "site_path",
 ]
 
-PROTOCOLS: tuple[str, ...] = ("posix", "stage-in", "xrootd", "http", "fuse")
+PROTOCOLS: tuple[str, ...] = ("posix", "stage-in", "xrootd", "http", "fuse", "xcache")
 SITES_DIR = CONFIG_DIR / "sites"
 
 
@@ -48,6 +49,17 @@ class Disk:
     readahead_kb: int = 128
     read_iops: int | None = None
     read_mbps: float | None = None
+
+
+@dataclass(frozen=True)
+class Cache:
+    """An XCache in front of an emulated site's storage, on the worker side of the link."""
+
+    kind: str = "xcache"
+    disk_mb: int = 512
+    blocksize_kb: int = 1024
+    prefetch: int = 0
+    ram_mb: int = 1024  # XRootD 5.5 refuses a pfc.ram under 1 GiB
 
 
 @dataclass(frozen=True)
@@ -77,6 +89,7 @@ class SiteConfig:
     disk: Disk | None = None
     endpoints: dict[str, str] = field(default_factory=dict)
     calibration: Calibration = field(default_factory=Calibration)
+    cache: Cache | None = None  # emulated sites: an XCache, read with protocol xcache
     preflight_timeout_s: float = 5.0
     auth: str = "none"  # the credential the endpoints need: x509, token or none
 
@@ -84,12 +97,23 @@ class SiteConfig:
     def emulated(self) -> bool:
         return self.kind == "emulated"
 
-    def rules_out(self, protocol: str, block_readahead_kb: int | None) -> str | None:
-        """Why this site cannot run a point with these knobs (None: it can)."""
+    def rules_out(
+        self,
+        protocol: str,
+        block_readahead_kb: int | None,
+        conditions: bool = False,
+        cache_state: str | None = None,
+    ) -> str | None:
+        """Why this site cannot run a point with these knobs (None: it can). ``conditions``:
+        the point sets its own RTT or bandwidth."""
         if protocol not in self.protocols:
             return f"site offers no {protocol}"
         if block_readahead_kb is not None and not self.emulated:
             return "block readahead is only set on emulated disks"
+        if conditions and not self.emulated:
+            return "RTT and bandwidth are only set on emulated links"
+        if cache_state is not None and not (self.emulated and self.cache):
+            return "a cache is only emptied or filled on an emulated site's own XCache"
         return None
 
 
@@ -117,6 +141,9 @@ def _build(data: dict[str, Any], path: Path) -> SiteConfig:
     limits = (disk or {}).get("limits") or {}
     endpoints = dict(data.get("endpoints", {}))
     protocols = tuple(data.get("protocols") or [p for p in PROTOCOLS if p in endpoints])
+    cache = data.get("cache")
+    if cache and "xcache" not in protocols:  # a declared cache is read through with xcache
+        protocols += ("xcache",)
     calibration = data.get("calibration", {})
     return SiteConfig(
         name=data["name"],
@@ -132,6 +159,7 @@ def _build(data: dict[str, Any], path: Path) -> SiteConfig:
         disk=Disk(**{k: v for k, v in disk.items() if k != "limits"}, **limits) if disk else None,
         endpoints=endpoints,
         calibration=Calibration(**calibration),
+        cache=Cache(**cache) if cache else None,
         preflight_timeout_s=data.get("timeouts", {}).get("preflight_s", 5.0),
         auth=data.get("auth", "none"),
     )
@@ -143,6 +171,11 @@ def _check_consistency(cfg: SiteConfig) -> None:
         raise InstoreError(
             f"{cfg.path}: field stage_in.source: {cfg.stage_in_source} is not among protocols",
             f"add {cfg.stage_in_source} to protocols or change stage_in.source",
+        )
+    if "xcache" in cfg.protocols and cfg.emulated and cfg.cache is None:
+        raise InstoreError(
+            f"{cfg.path}: field protocols: xcache needs a cache",
+            "add cache: {kind: xcache} or remove xcache from protocols",
         )
     if cfg.path.parent.resolve() == SITES_DIR.resolve() and cfg.path.stem != cfg.name:
         raise InstoreError(
