@@ -69,3 +69,28 @@ def test_shell_metacharacters_in_a_site_file_are_not_executed(tmp_path: Path) ->
         assert protocol in proc.stdout + proc.stderr, f"preflight reports the {protocol} endpoint"
     assert not marker.exists()
     assert "Traceback" not in proc.stderr
+
+
+def test_records_keep_the_proxy_subject_and_expiry_never_its_content_or_a_token(
+    small_files: dict[str, Path], tmp_path: Path
+) -> None:
+    from tests.unit.test_credentials import make_proxy
+
+    proxy = make_proxy(tmp_path / "x509up_u0")
+    secret_lines = [
+        line for line in proxy.read_text().splitlines() if line and not line.startswith("-----")
+    ]
+    env = {**os.environ, "X509_USER_PROXY": str(proxy), "BEARER_TOKEN": SECRET}
+    proc = subprocess.run(
+        [sys.executable, "-m", "instore.cli", "read", str(small_files["ordered"]),
+         "--engine", "uproot", "--entries", "0.05"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(proc.stdout)
+    assert record["provenance"]["credential"]["kind"] == "x509+token"
+    assert record["provenance"]["credential"]["subject"] == "/DC=test/CN=Test User"
+    assert record["provenance"]["credential"]["expires"]
+    for text in (proc.stdout, proc.stderr):
+        assert SECRET not in text and str(proxy) not in text
+        assert not any(line in text for line in secret_lines), "no proxy content"
