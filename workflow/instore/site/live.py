@@ -84,6 +84,35 @@ class LiveSite(ABC):
         reads beyond the client's requests."""
         return None
 
+    def link_bytes(self) -> int | None:
+        """Bytes that crossed the link from storage to the workers so far, where they can be
+        counted (None: a real site's network). A point's difference is what a cache fetched
+        from the origin, or what direct reads moved."""
+        return None
+
+    def set_conditions(self, rtt_ms: float | None, bandwidth_mbit: float | None) -> dict[str, Any]:
+        """Set the link's RTT and bandwidth for the next point (None: the site's own) and
+        return what the link now has, measured: ``rtt_ms_measured``, ``bandwidth_mbit_applied``
+        (empty: a real site, whose network is not ours to change)."""
+        if rtt_ms is not None or bandwidth_mbit is not None:
+            raise InstoreError(
+                f"site {self.config.name}: RTT and bandwidth are only set on emulated links",
+                "leave rtt_ms and bandwidth_mbit out of grids run on real sites",
+            )
+        return {}
+
+    def prepare_cache(self, cache_state: str | None, files: list[str]) -> None:
+        """Empty (cold) or fill (warm, with ``files``) the site's own cache before a point."""
+        if cache_state is not None:
+            raise InstoreError(
+                f"site {self.config.name}: a cache state is only set on an emulated XCache",
+                "leave cache_state out of grids run on this site",
+            )
+
+    def cache_fio_target(self) -> FioTarget | None:
+        """The site cache's disk, where calibration may measure it (None: no cache of ours)."""
+        return None
+
     @abstractmethod
     def calibration_file(self) -> tuple[str, int]:
         """The file calibration reads whole (a name for ``url``) and its size in bytes

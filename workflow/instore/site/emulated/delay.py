@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from instore.errors import InstoreError
 from instore.site.emulated import netns as ns
 from instore.site.emulated.names import SiteNames
-from instore.site.emulated.system import in_netns, stop_pid
+from instore.site.emulated.system import in_netns, run, stop_pid
 
 QUEUE = 0
 # Any hold at all costs a timed wake-up (~0.15 ms here); below this the tuner stops trying.
@@ -82,11 +82,28 @@ def measure_rtt_ms(host: str, port: int, samples: int = 40) -> float:
     return statistics.median(times) * 1000
 
 
+def _rule(names: SiteNames) -> list[str]:
+    return ["INPUT", "-i", names.veth_storage, "-p", "tcp", "-j", "NFQUEUE",
+            "--queue-num", str(QUEUE)]  # fmt: skip
+
+
+def _has_rule(names: SiteNames) -> bool:
+    check = run(in_netns(names.netns, ["iptables", "-C", *_rule(names)]), check=False)
+    return check.returncode == 0
+
+
 def add_rule(names: SiteNames) -> None:
-    """Queue TCP arriving on the storage veth; without --queue-bypass, a dead delayer stalls
-    traffic instead of silently removing the latency."""
-    ns.ns_iptables(names.netns, "-A", "INPUT", "-i", names.veth_storage, "-p", "tcp",
-                   "-j", "NFQUEUE", "--queue-num", str(QUEUE))  # fmt: skip
+    """Queue TCP arriving on the storage veth (once: a retune adds no second rule); without
+    --queue-bypass, a dead delayer stalls traffic instead of silently removing the latency."""
+    if not _has_rule(names):
+        ns.ns_iptables(names.netns, "-A", *_rule(names))
+
+
+def remove_rule(names: SiteNames) -> None:
+    """No delayer wanted any more (an RTT at or under the bare link's): stop queueing, or
+    traffic would stall with no one to release it."""
+    while _has_rule(names):
+        ns.ns_iptables(names.netns, "-D", *_rule(names))
 
 
 def start(names: SiteNames, hold_ms: float) -> subprocess.Popen[bytes]:
@@ -120,6 +137,7 @@ def tune(
     bare = measure_rtt_ms(names.storage_ip, port)
     hold = target_ms - bare
     if hold <= 0:
+        remove_rule(names)
         return None, bare, 0.0, bare
     add_rule(names)
     proc = start(names, hold)

@@ -14,6 +14,8 @@ BLKIO_ROOT = Path("/sys/fs/cgroup/blkio")
 SUBNET = "10.213"
 XROOTD_PORT = 1094
 HTTP_PORT = 8000
+# The XCache listens on the worker side (the host), so each site's takes its own port.
+XCACHE_PORT_BASE = 21000
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,24 @@ class SiteNames:
     @property
     def xrootd_dir(self) -> Path:
         return self.workdir / "xrootd"
+
+    @property
+    def cache_image(self) -> Path:
+        return self.workdir / "cache.img"
+
+    @property
+    def cache_mount(self) -> Path:
+        """The XCache's own disk; its files live in ``store`` below (the xrootd user's)."""
+        return self.workdir / "cache"
+
+    @property
+    def xcache_dir(self) -> Path:
+        """The cache server's config, log, admin and pid files (on the host, not its disk)."""
+        return self.workdir / "xcache"
+
+    @property
+    def xcache_port(self) -> int:
+        return XCACHE_PORT_BASE + self._octet
 
     @property
     def cgroup(self) -> Path:

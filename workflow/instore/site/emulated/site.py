@@ -16,10 +16,10 @@ from typing import Any
 
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig, load_site
-from instore.site.emulated import blkio, delay, disk, fuse, netns, shaping, xrootd
+from instore.site.emulated import blkio, delay, disk, fuse, netns, shaping, xcache, xrootd
 from instore.site.emulated.names import HTTP_PORT, PREFIX, WORK_ROOT, XROOTD_PORT, SiteNames
 from instore.site.emulated.state import SiteState, recorded_sites
-from instore.site.emulated.system import reap, require_root, running, stop_pid
+from instore.site.emulated.system import reap, require_root, run, running, stop_pid
 from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
 
 # Bring-up refuses a site whose RTT is far off; the integration tests hold it to 20% (or 0.15 ms
@@ -47,6 +47,7 @@ class EmulatedLive(LiveSite):
             "fuse": str(n.fuse_mount / file),
             "xrootd": f"root://{n.storage_ip}:{XROOTD_PORT}//{n.data_dir.name}/{file}",
             "http": f"http://{n.storage_ip}:{HTTP_PORT}/{n.data_dir.name}/{file}",
+            "xcache": f"root://127.0.0.1:{n.xcache_port}//{n.data_dir.name}/{file}",
         }[protocol]
 
     def drop_caches(self) -> None:
@@ -67,6 +68,46 @@ class EmulatedLive(LiveSite):
 
     def disk_bytes_read(self) -> int | None:
         return disk.bytes_read(self.state.data["loop"])
+
+    def link_bytes(self) -> int | None:
+        """Bytes the worker side received over the link (IP packets, headers included)."""
+        path = Path(f"/sys/class/net/{self.names.veth_worker}/statistics/rx_bytes")
+        return int(path.read_text())
+
+    def set_conditions(self, rtt_ms: float | None, bandwidth_mbit: float | None) -> dict[str, Any]:
+        """Retune the link only where the point's conditions differ from the link's now."""
+        net, data = self.config.network, self.state.data
+        assert net
+        bandwidth = net.bandwidth_mbit if bandwidth_mbit is None else bandwidth_mbit
+        rtt = net.rtt_ms if rtt_ms is None else rtt_ms
+        if bandwidth != data.get("bandwidth_mbit", net.bandwidth_mbit):
+            _shape(self.names, bandwidth, self.state)
+        if rtt != data.get("rtt_ms_target", net.rtt_ms):
+            _retune(self.config.name, self.names, self.state, rtt)
+        return {
+            "rtt_ms_measured": data.get("rtt_ms_measured", data.get("rtt_ms_bare")),
+            "bandwidth_mbit_applied": data.get("bandwidth_mbit", net.bandwidth_mbit),
+        }
+
+    def prepare_cache(self, cache_state: str | None, files: list[str]) -> None:
+        """cold: restart the XCache with its disk emptied (memory goes with the process);
+        warm: read each file whole through it, so it holds them all."""
+        if cache_state == "cold":
+            stop_pid(self.state.pids().get("xcache", 0), xcache.CONFIG)
+            xcache.purge(self.names)
+            _start_cache(self.config, self.names, self.state)
+        elif cache_state == "warm":
+            for file in files:
+                run(["xrdcp", "--force", "--silent", self.url("xcache", file), "/dev/null"],
+                    timeout=600)  # fmt: skip
+        elif cache_state is not None:
+            raise InstoreError(f"unknown cache state {cache_state!r}", "use cold or warm")
+
+    def cache_fio_target(self) -> FioTarget | None:
+        """The XCache's own disk, for calibration (None: the site has no cache)."""
+        if self.config.cache is None:
+            return None
+        return FioTarget(self.names.cache_mount, min(FIO_MAX_MB, self.config.cache.disk_mb // 4))
 
     def calibration_file(self) -> tuple[str, int]:
         """Random bytes of the profile's calibration.file_mb, written on the site's disk once."""
@@ -103,12 +144,18 @@ class EmulatedLive(LiveSite):
             reap(pids["delay"])
             self.state.record_pid("delay", delay.start(names, self.state.data["delay_hold_ms"]).pid)
             repaired.append("the latency delayer had exited: restarted it")
+        if self.config.cache and not running(pids.get("xcache", 0), xcache.CONFIG):
+            reap(pids.get("xcache", 0))
+            _start_cache(self.config, names, self.state)
+            repaired.append("the XCache had exited: restarted it")
         return repaired
 
     def _emulation(self) -> dict[str, Any]:
         cfg, data = self.config, self.state.data
         assert cfg.network and cfg.disk
+        cache = cfg.cache.__dict__ if cfg.cache else None
         return {
+            **({"cache": cache} if cache else {}),
             "network": {
                 "bandwidth_mbit": cfg.network.bandwidth_mbit,
                 "rtt_ms_target": cfg.network.rtt_ms,
@@ -140,6 +187,7 @@ def _resources(names: SiteNames) -> list[str]:
     found += [f"link {link}" for link in netns.links() if link == names.veth_worker]
     found += [f"mount {m}" for m in disk.our_mounts() if m.startswith(str(names.workdir))]
     found += [f"cgroup {names.cgroup}"] if names.cgroup.exists() else []
+    found += [f"XCache process {pid}" for pid in xcache.pids(names)]
     return found
 
 
@@ -192,8 +240,7 @@ def _build(cfg: SiteConfig, names: SiteNames, state: SiteState, files: list[Path
     names.workdir.mkdir(parents=True, exist_ok=True)
     netns.create(names)
     state.record("netns", names.netns)
-    shaping.limit(names.veth_storage, cfg.network.bandwidth_mbit, names.netns)
-    shaping.limit(names.veth_worker, cfg.network.bandwidth_mbit)
+    _shape(names, cfg.network.bandwidth_mbit, state)
     loop = disk.create(names, cfg.disk)
     state.record("loop", loop)
     disk.format_and_mount(names, cfg.disk, loop)
@@ -201,9 +248,34 @@ def _build(cfg: SiteConfig, names: SiteNames, state: SiteState, files: list[Path
     blkio.create(names.cgroup, disk.major_minor(loop), cfg.disk.read_iops, cfg.disk.read_mbps)
     state.record("files", disk.put_files(names, files))
     _start_server(names, state)
-    _add_latency(cfg, names, state)
+    _add_latency(cfg.name, cfg.network.rtt_ms, names, state)
     if "fuse" in cfg.protocols:
         state.record_pid("xrootdfs", fuse.mount(names).pid)
+    if cfg.cache:
+        _build_cache(cfg, names, state)
+
+
+def _shape(names: SiteNames, bandwidth_mbit: float, state: SiteState) -> None:
+    """tbf on both ends of the link (replacing any there)."""
+    shaping.limit(names.veth_storage, bandwidth_mbit, names.netns)
+    shaping.limit(names.veth_worker, bandwidth_mbit)
+    state.record("bandwidth_mbit", bandwidth_mbit)
+
+
+def _build_cache(cfg: SiteConfig, names: SiteNames, state: SiteState) -> None:
+    """The XCache's disk (recorded before it is formatted) and its server."""
+    assert cfg.cache
+    loop = xcache.create_disk(names, cfg.cache)
+    state.record("cache_loop", loop)
+    xcache.mount_disk(names, loop)
+    _start_cache(cfg, names, state)
+
+
+def _start_cache(cfg: SiteConfig, names: SiteNames, state: SiteState) -> None:
+    assert cfg.cache
+    server = xcache.start(names, cfg.cache)
+    state.record_pid("xcache", server.pid)
+    xcache.wait_ready(names, server)
 
 
 def _start_server(names: SiteNames, state: SiteState) -> None:
@@ -212,11 +284,11 @@ def _start_server(names: SiteNames, state: SiteState) -> None:
     xrootd.wait_ready(names, server)
 
 
-def _add_latency(cfg: SiteConfig, names: SiteNames, state: SiteState) -> None:
-    """Tune the delayer to the profile's RTT and refuse a site that cannot reach it."""
-    assert cfg.network
-    target = cfg.network.rtt_ms
+def _add_latency(site: str, target: float | None, names: SiteNames, state: SiteState) -> None:
+    """Tune the delayer to the target RTT and refuse a link that cannot reach it."""
+    state.data.update(rtt_ms_target=target)
     if target is None:
+        state.data.pop("rtt_ms_measured", None)
         state.record("rtt_ms_bare", delay.measure_rtt_ms(names.storage_ip, XROOTD_PORT))
         return
     proc, bare, hold, achieved = delay.tune(names, target, XROOTD_PORT)
@@ -226,10 +298,22 @@ def _add_latency(cfg: SiteConfig, names: SiteNames, state: SiteState) -> None:
     state.record("rtt_ms_measured", achieved)
     if abs(achieved - target) > RTT_TOLERANCE * target:
         raise InstoreError(
-            f"site {cfg.name}: measured RTT {achieved:.3f} ms, profile wants {target:g} ms "
+            f"site {site}: measured RTT {achieved:.3f} ms, wanted {target:g} ms "
             f"(bare link {bare:.3f} ms)",
-            "lower the machine's load or set network.rtt_ms above the bare RTT",
+            "lower the machine's load or ask for an RTT above the bare link's",
         )
+
+
+def _retune(site: str, names: SiteNames, state: SiteState, target: float | None) -> None:
+    """A new RTT between points: stop the delayer and its queue rule (else traffic would
+    stall), measure the bare link again and tune a new delayer to the target."""
+    pids = state.pids()
+    if "delay" in pids:
+        delay.stop(pids["delay"])
+        state.data["pids"].pop("delay")
+        state.data.pop("delay_hold_ms", None)
+    delay.remove_rule(names)
+    _add_latency(site, target, names, state)
 
 
 def teardown(names: SiteNames) -> list[str]:
@@ -238,9 +322,11 @@ def teardown(names: SiteNames) -> list[str]:
     state = SiteState.load(names)
     pids = state.pids() if state else {}
     fuse.unmount(names, pids.get("xrootdfs"))
-    for role, expect in (("delay", delay.MODULE), ("xrootd", "xrootd")):
+    for role, expect in (("delay", delay.MODULE), ("xrootd", "xrootd"), ("xcache", xcache.CONFIG)):
         if role in pids:
             stop_pid(pids[role], expect)
+    for pid in xcache.pids(names):  # the cache runs outside the namespace: found by name
+        xcache.stop(pid)
     for pid in netns.pids_in(names.netns):
         stop_pid(pid, "")  # everything in our namespace is ours
     netns.delete(names.netns, names.veth_worker)
@@ -282,6 +368,8 @@ def teardown_all() -> list[str]:
     require_root("tearing down emulated sites")
     for site in sorted(known_sites()):
         teardown(SiteNames(site))
+    for pid in xcache.pids():
+        xcache.stop(pid)
     for link in netns.links():
         netns.delete("", link)
     for mountpoint in disk.our_mounts():
@@ -302,6 +390,7 @@ def leftovers() -> list[str]:
     found += [f"mount {m}" for m in disk.our_mounts()]
     found += [f"loop device {d}" for d in disk.our_loops()]
     found += [f"cgroup {c}" for c in blkio.ours()]
+    found += [f"XCache process {pid}" for pid in xcache.pids()]
     found += [f"state file for {s}" for s in recorded_sites()]
     found += [f"directory {p}" for p in WORK_ROOT.glob(f"{PREFIX}*")]
     return found
