@@ -114,13 +114,14 @@ def choose_from(file: Any, url: str, name: str | None, names: Mapping[str, str])
     return found[0]
 
 
-def choose(url: str, name: str | None, timeout: float = 60.0) -> DataObject:
-    """Open ``url`` with the counting source and choose the object a job reads."""
+def choose(url: str, name: str | None, timeout: float = 60.0, via_root: bool = False) -> DataObject:
+    """Open ``url`` with the counting source and choose the object a job reads; ``via_root``
+    (the root engine's jobs) reaches root:// through ROOT, never loading a second XRootD client."""
     from uproot.source.coalesce import CoalesceConfig
 
     from instore.payload.source import source_class
 
-    file = open_file(url, handler=source_class(CoalesceConfig(), timeout))
+    file = open_file(url, handler=source_class(CoalesceConfig(), timeout, via_root))
     with file:
         return choose_from(file, url, name, classnames(file, url))
 

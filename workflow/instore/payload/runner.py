@@ -114,7 +114,7 @@ def _engine(opts: ReadOptions, url: str, obj: DataObject) -> EngineResult:
 def choose_object(opts: ReadOptions) -> tuple[DataObject | None, Exception | None]:
     """The TTree or RNTuple the job reads, chosen before the clock starts (or why not)."""
     try:
-        return objects.choose(opts.url, opts.tree, opts.uproot.timeout), None
+        return objects.choose(opts.url, opts.tree, opts.uproot.timeout, opts.engine == "root"), None
     except Exception as err:  # recorded as the job's error, as a failed read is
         return None, err
 

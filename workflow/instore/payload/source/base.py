@@ -21,8 +21,14 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-def open_backend(url: str, timeout: float) -> Backend:
+def open_backend(url: str, timeout: float, via_root: bool = False) -> Backend:
+    """The backend for the URL's scheme; ``via_root``: root:// through ROOT's TFile, for the
+    root engine's jobs (ROOT's XRootD client and the Python one crash one process together)."""
     scheme = urlparse(url).scheme
+    if via_root and scheme in ("root", "roots"):
+        from instore.payload.source.rootfile import RootFileBackend
+
+        return RootFileBackend(url, timeout)
     if scheme in ("", "file"):
         from instore.payload.source.file import FileBackend
 
@@ -43,12 +49,13 @@ class InstrumentedSource(uproot.source.chunk.Source):
 
     coalesce: ClassVar[CoalesceConfig] = CoalesceConfig()
     timeout: ClassVar[float] = 60.0
+    via_root: ClassVar[bool] = False
     instances: ClassVar[list[InstrumentedSource]] = []
 
     def __init__(self, file_path: str, **options: Any) -> None:
         super().__init__()
         self._file_path = file_path
-        self._backend = open_backend(file_path, self.timeout)
+        self._backend = open_backend(file_path, self.timeout, self.via_root)
         self._num_bytes = self._backend.size
         self.reads: list[tuple[int, int]] = []  # (offset, length) of every physical read
         self.requests = 0  # calls to the backend: one vector read / multi-range GET / pread batch
@@ -93,10 +100,12 @@ class InstrumentedSource(uproot.source.chunk.Source):
             self._backend = None  # type: ignore[assignment]
 
 
-def source_class(coalesce: CoalesceConfig, timeout: float) -> type[InstrumentedSource]:
+def source_class(
+    coalesce: CoalesceConfig, timeout: float, via_root: bool = False
+) -> type[InstrumentedSource]:
     """A fresh subclass per job, so its settings and read log belong to that job only."""
     return type(
         "JobSource",
         (InstrumentedSource,),
-        {"coalesce": coalesce, "timeout": timeout, "instances": []},
+        {"coalesce": coalesce, "timeout": timeout, "via_root": via_root, "instances": []},
     )
