@@ -42,10 +42,12 @@ COLUMNS = {
     "job", "node", "attempts", "status", "attempt_errors", "start_skew_s", "batch_job_id",
     # the point's measurement and the site
     "point_key", "jobs", "measured_at", "disk_bytes_read", "repaired_before",
+    "link_bytes_read", "rtt_ms_measured", "bandwidth_mbit_applied",
     "site", "site_kind", "site_profile", "conditions",
     # the point's own fields
     "section", "layout", "protocol", "cache_mb", "readahead_kb", "block_readahead_kb",
     "uproot_gap_kb", "branches", "entry_fraction", "cpu_us", "fill", "nodes", "repetition",
+    "cache_state", "rtt_ms", "bandwidth_mbit",
 }  # fmt: skip
 
 

@@ -97,7 +97,9 @@ def test_profiles_resolve_and_expand() -> None:
     assert quick.profile == "quick" and quick.sites
     for section in SECTIONS:
         points = expand(quick, section)
-        grid = quick.sections[section]
+        grid = {a: v for a, v in quick.sections.get(section, {}).items() if a != "sites"}
+        if "cache_state" in grid:  # applies to xcache points only: test_caching_axes counts
+            continue
         expected = quick.repetitions
         for values in grid.values():
             expected *= len(values)

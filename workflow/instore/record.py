@@ -200,6 +200,11 @@ class PointInfo:
     measured_at: str
     disk_bytes_read: int | None  # the site's disk, whole point; None where it is not counted
     repaired_before: str | None  # site repairs made just before the point, "; "-joined
+    # Bytes that crossed the link to the workers during the point (what a site cache fetched
+    # from the origin, or what direct reads moved); None where the link is not ours to count.
+    link_bytes_read: int | None = None
+    rtt_ms_measured: float | None = None  # the emulated link's RTT, measured when it was set
+    bandwidth_mbit_applied: float | None = None  # the emulated link's tbf rate for the point
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
-# The generated ROOT files: every layout the study's grids use, `replicas` of each.
+# The generated ROOT files: every layout the study's grids use (TTree and RNTuple ones),
+# `replicas` of each.
 from dataclasses import asdict
 
+from instore.generate.layouts import LAYOUTS as KNOWN_LAYOUTS
 from instore.study.files import replica_names
 
 
@@ -8,7 +10,7 @@ from instore.study.files import replica_names
 USED_LAYOUTS = {"ordered"} | {
     lay for grid in STUDY.sections.values() for lay in grid.get("layout", ["ordered"])
 }
-LAYOUTS = [lay for lay in ("unordered", "by-branch", "ordered") if lay in USED_LAYOUTS]
+LAYOUTS = [lay for lay in KNOWN_LAYOUTS if lay in USED_LAYOUTS]
 FILES = [f"{DATA}/{name}" for name in replica_names(LAYOUTS, STUDY.files.replicas)]
 
 

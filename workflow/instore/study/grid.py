@@ -31,6 +31,9 @@ class Point:
     fill: int = 1  # concurrent jobs per node
     nodes: int = 1
     fixed_time_s: float = 0.0  # > 0: the HEPiX method, every job reads for this long
+    cache_state: str | None = None  # the site's XCache before the point: cold or warm
+    rtt_ms: float | None = None  # emulated link's round trip; None: the site's own
+    bandwidth_mbit: float | None = None  # emulated link's rate; None: the site's own
     repetition: int = 0
 
     @property
@@ -41,6 +44,11 @@ class Point:
         """What the point's jobs are run with: every field but where it sits in the study."""
         return {k: getattr(self, k) for k in KNOBS}
 
+    @property
+    def sets_conditions(self) -> bool:
+        """True when the point asks for its own link RTT or bandwidth."""
+        return self.rtt_ms is not None or self.bandwidth_mbit is not None
+
     def key(self, site: str, files: Mapping[str, Any]) -> str:
         """Stable id of what this point measures: knobs, repetition, input files and site."""
         blob = json.dumps(
@@ -49,7 +57,7 @@ class Point:
                 "files": dict(files),
                 "section": self.section,
                 "repetition": self.repetition,
-                **self.knobs(),
+                **{k: v for k, v in self.knobs().items() if v is not None or k not in KEYED_IF_SET},
             },
             sort_keys=True,
         )
@@ -89,25 +97,67 @@ NOT_KNOBS = ("section", "repetition")
 # (in the key, in the summary's grouping), never silently merged away.
 KNOBS: tuple[str, ...] = tuple(f.name for f in fields(Point) if f.name not in NOT_KNOBS)
 _DEFAULT = Point(section="")
+# Knobs added after results were recorded: they enter a point's key only when set, so the keys
+# (and the records) of points that do not use them stay what they were.
+KEYED_IF_SET = ("cache_state", "rtt_ms", "bandwidth_mbit")
+CONDITION_AXES = ("rtt_ms", "bandwidth_mbit")  # the RTT, the costlier to retune, outermost
+_CONDITION_ORDER = {a: i for i, a in enumerate(CONDITION_AXES)}
+# A section's grid may name the sites it runs on; that is not an axis.
+SITES_KEY = "sites"
 
 
 def _value(axis: str, value: Any) -> Any:
     return None if axis == "cache_mb" and value == "default" else value
 
 
+def _applicable(point: Point) -> Point:
+    """The point with knobs that do not apply to it unset: a cache state means nothing to a
+    job that does not read through the cache, so such points collapse into one."""
+    if point.protocol != "xcache" and point.cache_state is not None:
+        return replace(point, cache_state=None)
+    return point
+
+
+def section_sites(study: Study, section: str) -> tuple[str, ...] | None:
+    """The sites a section is limited to (None: every site of the study)."""
+    sites = study.sections.get(section, {}).get(SITES_KEY)
+    return tuple(sites) if sites is not None else None
+
+
 def expand(study: Study, section: str) -> list[Point]:
-    """Every point of a section's grid, repetitions innermost-last, in a stable order."""
+    """Every point of a section's grid, repetitions innermost-last, in a stable order; points
+    that differ only in knobs that do not apply to them are one point."""
     if section not in study.sections:
         return []  # a section the study leaves out has no points (not one default point)
-    grid = study.sections[section]
-    axes = list(grid)
+    grid = {a: v for a, v in study.sections[section].items() if a != SITES_KEY}
+    # The link is retuned whenever its conditions change (tens of seconds): those axes go
+    # outermost, so the points of one condition run together.
+    axes = sorted(grid, key=lambda a: _CONDITION_ORDER.get(a, len(CONDITION_AXES)))
     names = {f.name for f in fields(Point)}
-    points = []
+    points, seen = [], set()
     for combo in itertools.product(*(grid[a] for a in axes)):
         values = {_AXIS_FIELD.get(a, a): _value(a, v) for a, v in zip(axes, combo, strict=True)}
         unknown = set(values) - names
         if unknown:  # the schema forbids this; a guard for grids built in code
             raise ValueError(f"unknown grid axes {sorted(unknown)}")
-        base = Point(section=section, **values)
+        base = _applicable(Point(section=section, **values))
+        if base in seen:
+            continue
+        seen.add(base)
         points.extend(replace(base, repetition=r) for r in range(study.repetitions))
     return points
+
+
+FORMAT_SECTION = "format"
+
+
+def grid_skip_reason(study: Study, point: Point) -> str | None:
+    """Why the study's own grid leaves a point out (None: it is measured). In the format
+    section the uproot engine has no client cache (cache_mb means nothing to it): its points run
+    at the grid's first cache_mb only, rather than measure the same read twice."""
+    if point.section != FORMAT_SECTION or point.engine != "uproot":
+        return None
+    first = _value("cache_mb", study.sections[FORMAT_SECTION].get("cache_mb", ["default"])[0])
+    if point.cache_mb != first:
+        return "uproot has no client cache: its format points run at the first cache_mb only"
+    return None

@@ -17,7 +17,7 @@ from instore.summary.load import counter
 METRICS: tuple[str, ...] = (
     "cpu_efficiency", "event_rate_hz", "mb_per_s", "read_calls", "read_amplification",
     "wall_s", "bytes_read", "bytes_wasted", "read_rate_hz", "disk_s", "cache_bytes_effective",
-    "open_s", "disk_bytes_read", "disk_amplification",
+    "open_s", "disk_bytes_read", "disk_amplification", "link_bytes_read", "rtt_ms_measured",
 )  # fmt: skip
 # A point of the summary: its site, section and knobs (Point's, so none is merged away).
 GROUP: tuple[str, ...] = ("site", "section", *KNOBS)
@@ -34,6 +34,8 @@ def with_derived(rows: pd.DataFrame) -> pd.DataFrame:
     if "disk_bytes_read" not in out:  # real sites, and records from before it was counted
         out["disk_bytes_read"] = np.nan
     out["disk_bytes_read"] = pd.to_numeric(out["disk_bytes_read"], errors="coerce")
+    for column in ("link_bytes_read", "rtt_ms_measured"):  # emulated links since issue 15
+        out[column] = pd.to_numeric(out.get(column, np.nan), errors="coerce")
     needed = out.groupby("point_key")["bytes_needed"].transform("sum")
     out["disk_amplification"] = out["disk_bytes_read"] / needed.where(needed > 0)
     return out

@@ -28,8 +28,9 @@ from instore.errors import InstoreError
 from instore.payload.runner import CGROUP_ENV
 from instore.record import JobOutcome, PointInfo, SiteInfo, row, utc_now
 from instore.site import LiveSite, SiteConfig, load_site, open_site
-from instore.study import Point, Study, expand
+from instore.study import Point, Study, expand, grid_skip_reason
 from instore.study.files import replica_name
+from instore.study.grid import section_sites
 from instore.sweep.cluster import ClusterSpec, cluster_client
 from instore.sweep.jobs import Job, run_job
 from instore.sweep.store import RecordStore
@@ -112,7 +113,17 @@ def plan(opts: SweepOptions, site: str) -> Plan:
 
 def site_skip_reason(point: Point, site: SiteConfig) -> str | None:
     """Why the site's file alone rules a point out (None: it can run there)."""
-    return site.rules_out(point.protocol, point.block_readahead_kb)
+    return site.rules_out(
+        point.protocol, point.block_readahead_kb, point.sets_conditions, point.cache_state
+    )
+
+
+def section_skip_reason(study: Study, point: Point, site: str) -> str | None:
+    """Why the study keeps a section off this site (None: the section runs here)."""
+    sites = section_sites(study, point.section)
+    if sites is not None and site not in sites:
+        return f"section {point.section} runs on {', '.join(sites)} only"
+    return None
 
 
 def cluster_skip_reason(point: Point, workers: int) -> str | None:
@@ -172,7 +183,8 @@ def run_site(opts: SweepOptions) -> SweepSummary:
     planned = plan(opts, site.name)
     summary.already, todo = planned.already, []
     for point, key in planned.todo:
-        reason = site_skip_reason(point, site)
+        reason = section_skip_reason(opts.study, point, site.name) or site_skip_reason(point, site)
+        reason = reason or grid_skip_reason(opts.study, point)
         if reason:  # known before the site is brought up: a section may need no site at all
             summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
         else:
@@ -287,12 +299,16 @@ def _warm_up(opts: SweepOptions, live: LiveSite, target: Target, point: Point) -
 
 
 def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> list[dict[str, Any]]:
-    """Measure one point: caches dropped, its jobs started together; one row per job."""
+    """Measure one point: link conditions set, site cache emptied or filled, caches dropped,
+    its jobs started together; one row per job."""
     opts, live = run.opts, run.live
     live.set_block_readahead(point.block_readahead_kb)
+    conditions = live.set_conditions(point.rtt_ms, point.bandwidth_mbit)
+    files = files_for(point, opts.study.files.replicas)
+    live.prepare_cache(point.cache_state, sorted(set(files)))  # off the clock
     live.drop_caches()
-    disk_before = live.disk_bytes_read()
-    urls = [live.url(point.protocol, f) for f in files_for(point, opts.study.files.replicas)]
+    disk_before, link_before = live.disk_bytes_read(), live.link_bytes()
+    urls = [live.url(point.protocol, f) for f in files]
     access = access_for(
         urls,
         live.job_env(),
@@ -331,13 +347,16 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
         for job in jobs
     ]
     outcomes: list[JobOutcome] = run.client.gather(futures)
-    disk_after = live.disk_bytes_read()
+    disk_after, link_after = live.disk_bytes_read(), live.link_bytes()
     info = PointInfo(
         point_key=key,
         jobs=point.jobs,
         measured_at=measured_at,
         disk_bytes_read=None if None in (disk_before, disk_after) else disk_after - disk_before,
         repaired_before=repaired,
+        link_bytes_read=None if None in (link_before, link_after) else link_after - link_before,
+        rtt_ms_measured=conditions.get("rtt_ms_measured"),
+        bandwidth_mbit_applied=conditions.get("bandwidth_mbit_applied"),
     )
     fields = dataclasses.asdict(point)
     return [row(outcome, info, run.site, fields) for outcome in outcomes]

@@ -1,0 +1,128 @@
+"""Condition axes (RTT, bandwidth) and the cache state as sweep knobs: how grids expand, which
+sites skip them and why, and that knobs added later leave the keys of old points alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from instore.site import load_site
+from instore.study import Point, expand, load_study
+from instore.study.grid import KEYED_IF_SET, section_sites
+from instore.sweep import runner
+
+from tests.conftest import write_real_site
+
+FILES = {"size_mb": 16, "replicas": 8, "seed": 1, "cluster_mb": 4}
+# Keys computed by the code before cache_state, rtt_ms and bandwidth_mbit existed: results
+# recorded then must still count as measured.
+OLD_KEYS = [
+    (Point(section="cache", layout="ordered", protocol="xrootd", cache_mb=2.0), "536cf23bfd080830"),
+    (Point(section="readahead", branches="fraction:0.1", cache_mb=0, readahead_kb=16,
+           block_readahead_kb=4096, repetition=1), "1326dd6ed46fb1fb"),
+    (Point(section="jobfill", fill=2, cpu_us=200.0), "6826bc8ab885c640"),
+]  # fmt: skip
+
+
+def _study(tmp_path: Path, grid: dict, sites: list[str] | None = None) -> Path:
+    study = {
+        "profile": "t",
+        "profiles": {
+            "t": {
+                "sites": sites or ["local"],
+                "files": {"size_mb": 1, "replicas": 1, "seed": 1},
+                "sections": {"caching": grid},
+            }
+        },
+    }
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(study))
+    return path
+
+
+@pytest.mark.parametrize(("point", "key"), OLD_KEYS)
+def test_new_knobs_do_not_change_old_keys(point: Point, key: str) -> None:
+    assert point.key("lan-hdd", FILES) == key
+
+
+def test_new_knobs_enter_the_key_when_set() -> None:
+    base = Point(section="caching", protocol="xcache")
+    keys = {base.key("wan", FILES)}
+    for knob, value in zip(KEYED_IF_SET, ("warm", 25.0, 100.0), strict=True):
+        keys.add(Point(section="caching", protocol="xcache", **{knob: value}).key("wan", FILES))
+    assert len(keys) == 1 + len(KEYED_IF_SET)
+
+
+def test_grid_expands_rtt_and_bandwidth_axes(tmp_path: Path) -> None:
+    grid = {"rtt_ms": [1, 50], "bandwidth_mbit": [100, 1000], "protocol": ["xrootd"]}
+    points = expand(load_study(_study(tmp_path, grid)), "caching")
+    assert {(p.rtt_ms, p.bandwidth_mbit) for p in points} == {
+        (1, 100), (1, 1000), (50, 100), (50, 1000),
+    }  # fmt: skip
+    assert [p.rtt_ms for p in points] == [1, 1, 50, 50], "condition axes are outermost"
+    assert all(p.sets_conditions for p in points)
+    assert len({p.key("s", FILES) for p in points}) == 4
+
+
+def test_cache_state_applies_to_xcache_reads_only(tmp_path: Path) -> None:
+    grid = {"protocol": ["xrootd", "xcache"], "cache_state": ["cold", "warm"], "sites": ["wan"]}
+    study = load_study(_study(tmp_path, grid))
+    points = expand(study, "caching")
+    assert [(p.protocol, p.cache_state) for p in points] == [
+        ("xrootd", None), ("xcache", "cold"), ("xcache", "warm"),
+    ]  # fmt: skip
+    assert section_sites(study, "caching") == ("wan",)
+
+
+def test_shipped_caching_sections_run_on_wan_with_an_rtt_axis() -> None:
+    for profile, rtts in (("quick", 2), ("full", 5)):
+        study = load_study(overrides={"profile": profile})
+        points = expand(study, "caching")
+        assert section_sites(study, "caching") == ("wan",)
+        assert len({p.rtt_ms for p in points}) == rtts
+        # per RTT and read: xrootd, stage-in, xcache cold, xcache warm
+        assert len(points) == rtts * 2 * 4 * study.repetitions
+    wan = load_site("wan")
+    assert wan.cache is not None and "xcache" in wan.protocols
+    assert all(runner.site_skip_reason(p, wan) is None for p in points)
+
+
+def test_real_sites_skip_condition_axes_and_cache_states(tmp_path: Path) -> None:
+    site = load_site(write_real_site(tmp_path / "local.yaml", {"xrootd": "root://h//{file}"}))
+    assert runner.site_skip_reason(Point("caching", protocol="xrootd", rtt_ms=10), site) == (
+        "RTT and bandwidth are only set on emulated links"
+    )
+    assert runner.site_skip_reason(Point("caching", protocol="xrootd", bandwidth_mbit=10), site)
+    assert runner.site_skip_reason(Point("caching", protocol="xcache"), site) == (
+        "site offers no xcache"
+    )
+    assert runner.site_skip_reason(Point("caching", protocol="xrootd"), site) is None
+
+
+def test_sites_without_a_cache_skip_xcache_points() -> None:
+    lan = load_site("lan-ssd")
+    point = Point("caching", protocol="xcache", cache_state="cold", rtt_ms=10)
+    assert runner.site_skip_reason(point, lan) == "site offers no xcache"
+    assert runner.site_skip_reason(Point("caching", protocol="xrootd", rtt_ms=10), lan) is None
+
+
+def test_a_section_limited_to_other_sites_is_skipped_with_a_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "files"
+    data.mkdir()
+    (data / "ordered-r0.root").write_bytes(b"")
+    site = write_real_site(tmp_path / "local.yaml", {"posix": f"{data}/{{file}}"})
+    grid = {"protocol": ["posix"], "rtt_ms": [10, 50], "sites": ["wan"]}
+    monkeypatch.setattr(runner, "open_site", lambda *a, **k: pytest.fail("nothing to start"))
+    opts = runner.SweepOptions(
+        study=load_study(_study(tmp_path, grid)),
+        site=str(site),
+        sections=["caching"],
+        data=data,
+        results=tmp_path / "results",
+        progress=False,
+    )
+    summary = runner.run_site(opts)
+    assert summary.skipped == {"section caching runs on wan only": 2}

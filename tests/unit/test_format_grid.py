@@ -1,0 +1,82 @@
+"""The format section's grid: TTree against RNTuple layouts, cache off and on, per protocol;
+the uproot engine (no client cache) measured once per layout and protocol."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from instore.errors import InstoreError
+from instore.study import SECTIONS, expand, grid_skip_reason, load_study
+from instore.study.config import DEFAULT_STUDY
+from instore.study.grid import Point
+from instore.sweep.runner import job_argv
+
+FILES = {"size_mb": 16, "replicas": 8, "seed": 1, "cluster_mb": 4}
+
+
+def _measured(profile: str) -> list[Point]:
+    study = load_study(overrides={"profile": profile})
+    return [p for p in expand(study, "format") if grid_skip_reason(study, p) is None]
+
+
+def test_format_is_a_section_after_jobfill() -> None:
+    assert "format" in SECTIONS
+    assert SECTIONS.index("format") == SECTIONS.index("jobfill") + 1
+
+
+@pytest.mark.parametrize(
+    ("profile", "expanded", "measured"),
+    [
+        ("quick", 8, 8),
+        ("full", 64, 48),
+    ],  # full: 2 layouts x 2 caches x 4 protocols x 2 engines x 2 reps
+)
+def test_shipped_profiles_expand_the_format_grid(
+    profile: str, expanded: int, measured: int
+) -> None:
+    study = load_study(overrides={"profile": profile})
+    points = expand(study, "format")
+    assert len(points) == expanded
+    assert len(_measured(profile)) == measured
+    layouts = {p.layout for p in points}
+    assert {"ordered", "rntuple"} <= layouts
+    assert {p.cache_mb for p in points} == {0, None}  # off, and on at the default
+    keys = {p.key("wan", FILES) for p in points}
+    assert len(keys) == len(points)  # every point (and repetition) its own record
+
+
+def test_uproot_runs_once_at_the_first_cache_setting() -> None:
+    study = load_study(overrides={"profile": "full"})
+    skipped = [p for p in expand(study, "format") if grid_skip_reason(study, p)]
+    assert skipped and all(p.engine == "uproot" and p.cache_mb is None for p in skipped)
+    assert "no client cache" in str(grid_skip_reason(study, skipped[0]))
+    kept = [p for p in _measured("full") if p.engine == "uproot"]
+    assert {p.cache_mb for p in kept} == {0}
+    other = Point("cache", engine="uproot", cache_mb=2.0)  # other sections are left alone
+    assert grid_skip_reason(study, other) is None
+
+
+def test_format_points_read_their_layouts_file_with_the_cache_knob() -> None:
+    point = Point("format", layout="rntuple", cache_mb=0.0, protocol="xrootd")
+    argv = job_argv(point, "root://h//rntuple-r0.root", "events", Path("/tmp"))
+    assert argv[2] == "root://h//rntuple-r0.root"
+    assert argv[argv.index("--cache-mb") + 1] == "0.0"  # cluster cache off
+    assert "--cache-mb" not in Point("format", layout="rntuple").read_args()  # default: on
+
+
+def _study_with_layouts(tmp_path: Path, layouts: list[str]) -> Path:
+    data = yaml.safe_load(DEFAULT_STUDY.read_text())
+    data["profiles"]["quick"]["sections"]["format"]["layout"] = layouts
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_schema_takes_rntuple_layouts_and_refuses_others(tmp_path: Path) -> None:
+    ok = _study_with_layouts(tmp_path, ["ordered", "rntuple", "rntuple-small"])
+    study = load_study(ok, {"profile": "quick"})
+    assert {p.layout for p in expand(study, "format")} == {"ordered", "rntuple", "rntuple-small"}
+    with pytest.raises(InstoreError, match="rntuple-tiny"):
+        load_study(_study_with_layouts(tmp_path, ["rntuple-tiny"]), {"profile": "quick"})
