@@ -14,7 +14,7 @@ from instore.errors import InstoreError
 if TYPE_CHECKING:
     from instore.site.config import SiteConfig
 
-SECTIONS = ("layout", "cache", "protocols", "readahead", "jobfill", "caching")
+SECTIONS = ("layout", "cache", "protocols", "readahead", "jobfill", "format", "caching")
 DEFAULT_STUDY = CONFIG_DIR / "study.yaml"
 RUNTIME_ENV = "INSTORE_CONTAINER_RUNTIME"
 TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
