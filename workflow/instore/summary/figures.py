@@ -15,6 +15,11 @@ FIGURES: dict[str, tuple[str, str]] = {
     "readahead": ("readahead", "fig-readahead"),
     "jobfill_table": ("jobfill", "fig-jobfill-table"),
     "jobfill": ("jobfill", "fig-jobfill"),
+    "format_wall": ("format", "fig-format-wall"),
+    "format_throughput": ("format", "fig-format-throughput"),
+    "format_ratio": ("format", "fig-format-ratio"),
+    "format_table": ("format", "fig-format-table"),
+    "format_compare": ("compare", "fig-compare-format"),
     "compare": ("compare", "fig-compare"),
 }
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from instore.summary.figures import link
@@ -227,7 +228,78 @@ def jobfill(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendat
     return Recommendation("jobfill", text[0].upper() + text[1:] + ".", link("jobfill"), evidence)
 
 
+def format_name(layout: str) -> str:
+    """TTree or RNTuple, from the generated layout's name (the summary keys by layout)."""
+    return "RNTuple" if str(layout).startswith("rntuple") else "TTree"
+
+
+def _format_part(stats: pd.DataFrame) -> pd.DataFrame:
+    """The format section's measured points, ROOT engine when it was measured (as protocols)."""
+    part = _ok(stats, "format")
+    if (part["engine"] == "root").any():
+        part = part[part["engine"] == "root"]
+    return part.assign(format=part["layout"].map(format_name))
+
+
+def _faster(ratio: float) -> str:
+    """``TTree wall / RNTuple wall`` as who is faster and by how much."""
+    return f"RNTuple {ratio:.1f}x" if ratio >= 1 else f"TTree {1 / ratio:.1f}x"
+
+
+def _cluster_cache_phrase(part: pd.DataFrame) -> tuple[str | None, dict[str, float]]:
+    """Whether RNTuple's cluster cache pays: wall with it off over wall with it on, the worst
+    case over protocols and layouts (None: on and off were not both measured)."""
+    rnt = part[part["format"] == "RNTuple"].assign(on=part["cache_mb"].fillna(1) != 0)
+    wall = rnt.pivot_table(index=["protocol", "layout"], columns="on", values="wall_s_median")
+    if not {True, False} <= set(wall.columns):
+        return None, {}
+    slowdown = (wall[False] / wall[True]).dropna().groupby(level="protocol").max()
+    if slowdown.empty:
+        return None, {}
+    evidence = {str(k): float(v) for k, v in slowdown.items()}
+    worst = slowdown.idxmax()
+    if slowdown[worst] > 1 + WALL_TOLERANCE:
+        return (
+            f"keep its cluster cache on: with it off, reads take up to {slowdown[worst]:.1f}x "
+            f"as long (over {worst})",
+            evidence,
+        )
+    return f"its cluster cache changes wall time by under {WALL_TOLERANCE:.0%} here", evidence
+
+
+def format_advice(stats: pd.DataFrame) -> Recommendation | None:
+    """TTree against RNTuple per protocol, each at its best cache setting: which format reads
+    the site's data faster and by how much, and whether RNTuple's cluster cache must stay on."""
+    part = _format_part(stats)
+    best = part.groupby(["protocol", "format"])["wall_s_median"].min().unstack("format")
+    if not {"TTree", "RNTuple"} <= set(best.columns):
+        return None
+    ratio = (best["TTree"] / best["RNTuple"]).dropna()
+    if ratio.empty:
+        return None
+    lead = ratio.map(lambda r: abs(np.log(r))).idxmax()
+    if abs(np.log(ratio[lead])) <= np.log(1 + WALL_TOLERANCE):
+        text = (
+            f"TTree and RNTuple read this site's data equally fast (within {WALL_TOLERANCE:.0%} "
+            f"over {', '.join(ratio.index)})"
+        )
+    else:
+        win, lose = ("RNTuple", "TTree") if ratio[lead] > 1 else ("TTree", "RNTuple")
+        factor = max(ratio[lead], 1 / ratio[lead])
+        text = f"{win} reads this site's data {factor:.1f}x faster than {lose} over {lead}"
+        others = [f"{_faster(r)} faster over {p}" for p, r in ratio.items() if p != lead]
+        text += f" (elsewhere: {', '.join(others)})" if others else ""
+    cache_phrase, cache_evidence = _cluster_cache_phrase(part)
+    text += f"; {cache_phrase}." if cache_phrase else "."
+    evidence = {
+        "ttree_over_rntuple_wall": {str(k): float(v) for k, v in ratio.items()},
+        "cluster_cache_off_over_on_wall": cache_evidence,
+    }
+    return Recommendation("format", text, link("format_wall"), evidence)
+
+
 def recommend(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> list[Recommendation]:
     """Every recommendation the site's results support, in study order."""
-    found = (protocols(stats), cache(stats), layout(stats), readahead(stats), jobfill(stats, floor))
+    found = (protocols(stats), cache(stats), layout(stats), readahead(stats), jobfill(stats, floor),
+             format_advice(stats))  # fmt: skip
     return [r for r in found if r is not None]
