@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from instore.site import load_site
 from instore.study import Point, expand, load_study
 from instore.study.grid import KEYED_IF_SET, section_sites
+from instore.summary.recommend import break_even_ms, caching, caching_curves
 from instore.sweep import runner
 
 from tests.conftest import write_real_site
@@ -126,3 +128,42 @@ def test_a_section_limited_to_other_sites_is_skipped_with_a_reason(
     )
     summary = runner.run_site(opts)
     assert summary.skipped == {"section caching runs on wan only": 2}
+
+
+def _caching_stats() -> pd.DataFrame:
+    """Synthetic per-point medians: direct reads slow with RTT, a warm cache does not,
+    stage-in pays the whole file (slow for sparse reads)."""
+    rows = []
+    for rtt in (1, 10, 25, 50, 100):
+        for reads, branches in (("full", "all"), ("sparse", "fraction:0.1")):
+            scale = 1.0 if reads == "full" else 0.1
+            walls = {
+                ("xrootd", None): scale * 2 + 0.05 * rtt,
+                ("stage-in", None): 2.5 + 0.01 * rtt,
+                ("xcache", "cold"): scale * 2.2 + 0.05 * rtt,
+                ("xcache", "warm"): scale * 2 + 0.3,
+            }
+            for (protocol, state), wall in walls.items():
+                rows.append({"section": "caching", "jobs_ok": 2, "protocol": protocol,
+                             "cache_state": state, "branches": branches, "rtt_ms": rtt,
+                             "wall_s_median": wall,
+                             "cpu_efficiency_median": min(1.0, scale * 2 / wall)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_caching_advice_gives_break_even_and_efficiency_drops() -> None:
+    rec = caching(_caching_stats())
+    assert rec is not None and rec.figure == "caching.html#fig-caching"
+    print(rec.text)
+    assert "full reads, a warm XCache beats direct reads from 10 ms RTT" in rec.text
+    assert "sparse reads, a warm XCache beats direct reads from 10 ms RTT" in rec.text
+    assert "stage-in never wins" in rec.text
+    drops = rec.evidence["full"]["under_floor_from_ms"]
+    assert drops["XCache warm"] is None and drops["direct xrootd"] == 25
+    curves = caching_curves(_caching_stats())
+    assert break_even_ms(curves[curves["reads"] == "full"], "stage-in", "direct xrootd") == 25
+
+
+def test_no_caching_section_no_caching_advice() -> None:
+    stats = _caching_stats().assign(section="cache")
+    assert caching(stats) is None

@@ -22,6 +22,8 @@ TITLES = {
     "protocols": "Protocols",
     "readahead": "Readahead and buffer size",
     "jobfill": "Jobs per node",
+    "format": "File format: TTree and RNTuple",
+    "caching": "Site cache and round-trip time",
 }
 
 
@@ -293,6 +295,68 @@ def jobfill(view: SiteView) -> None:
     show.figure(
         fig, "jobfill", "CPU efficiency per job and aggregate event rate against jobs per node."
     )
+
+
+# --- caching ------------------------------------------------------------------------------
+
+
+def _caching_points(view: SiteView) -> pd.DataFrame:
+    """The caching section's point medians with the access method and read kind named."""
+    from instore.summary.recommend import access_method
+
+    pts = view.points("caching").dropna(subset=["rtt_ms"])
+    methods = [
+        access_method(p, c) for p, c in zip(pts["protocol"], pts["cache_state"], strict=True)
+    ]
+    reads = pts["branches"].map(lambda b: "full" if b == "all" else "sparse")
+    return pts.assign(method=methods, reads=reads)
+
+
+def caching(view: SiteView) -> None:
+    """CPU efficiency and wall time against RTT per access method, full and sparse reads; the
+    dotted lines mark where a warm XCache starts to beat direct reads."""
+    import seaborn as sns
+
+    from instore.summary.recommend import EFFICIENCY_FLOOR, break_even_ms, caching_curves
+
+    if not _has(view, "caching"):
+        return
+    pts = _caching_points(view)
+    curves = caching_curves(view.stats)
+    fig, axes = panels(2)
+    for ax, (metric, label) in zip(axes, (("cpu_efficiency_median", "CPU efficiency"),
+                                          ("wall_s_median", "wall time (s)")), strict=True):  # fmt: skip
+        sns.lineplot(data=pts, x="rtt_ms", y=metric, hue="method", style="reads", marker="o",
+                     ax=ax, legend=ax is axes[-1])  # fmt: skip
+        ax.set(xscale="log", xlabel="round-trip time (ms)", ylabel=label)
+        for reads, dash in (("full", ":"), ("sparse", "-.")):
+            rtt = break_even_ms(curves[curves["reads"] == reads], "XCache warm", "direct xrootd")
+            if rtt is not None:
+                ax.axvline(rtt, color="grey", linestyle=dash, linewidth=1,
+                           label=f"warm XCache beats direct ({reads})")  # fmt: skip
+    axes[0].axhline(EFFICIENCY_FLOOR, color="crimson", linestyle="--", linewidth=1)
+    axes[0].set(ylim=(0, 1.05))
+    axes[-1].legend(fontsize=7)
+    show.figure(
+        fig,
+        "caching",
+        "CPU efficiency and wall time against RTT per access method (median); dashed red: the "
+        f"{EFFICIENCY_FLOOR:.0%} efficiency floor; grey: where a warm XCache beats direct reads.",
+    )
+
+
+def caching_table(view: SiteView) -> None:
+    """Per point: the RTT asked and measured, and what crossed the link against what the
+    jobs read (a warm cache's point moves next to nothing)."""
+    if not _has(view, "caching"):
+        return
+    pts = _caching_points(view)
+    cols = {"reads": "reads", "method": "method", "rtt_ms": "RTT (ms)",
+            "rtt_ms_measured_median": "RTT measured", "wall_s_median": "wall (s)",
+            "cpu_efficiency_median": "CPU eff.", "bytes_read_median": "bytes read per job",
+            "link_bytes_read_median": "bytes over the link", "jobs_ok": "jobs"}  # fmt: skip
+    table = pts[list(cols)].rename(columns=cols).sort_values(["reads", "method", "RTT (ms)"])
+    show.table(table, "Access methods across RTTs (median per point)", percent=("CPU eff.",))
 
 
 # --- overview -----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ FIGURES: dict[str, tuple[str, str]] = {
     "format_ratio": ("format", "fig-format-ratio"),
     "format_table": ("format", "fig-format-table"),
     "format_compare": ("compare", "fig-compare-format"),
+    "caching": ("caching", "fig-caching"),
     "compare": ("compare", "fig-compare"),
 }
 
