@@ -43,7 +43,7 @@ _AUTH_REFUSED = re.compile(
     re.IGNORECASE,
 )
 _NO_SUCH_FILE = re.compile(r"no such file|\[3011\]|\bHTTP 404\b|not found", re.IGNORECASE)
-_ROOT_COULD_NOT_OPEN = "ROOT could not open it"
+_ROOT_COULD_NOT_OPEN = re.compile(r"ROOT could not open|cannot open", re.IGNORECASE)
 _WRITTEN: set[Path] = set()  # private token files this process wrote (removed at exit)
 
 
@@ -318,18 +318,20 @@ def auth_line(url: str, creds: Credentials | None = None) -> str:
 
 
 def probe(url: str, timeout: float = 10.0) -> str | None:
-    """Ask the endpoint about ``url`` (stat / HEAD) with this job's credentials: None if it
-    answers, else its message. Used when an engine could not say why an open failed."""
-    scheme = urlsplit(url).scheme
+    """Ask the endpoint about ``url`` (xrdfs stat / HEAD) with this job's credentials: None if
+    it answers, else its message. Used when an engine could not say why an open failed; xrdfs
+    runs apart, so the engine's XRootD client is not mixed with another in one process."""
+    parts = urlsplit(url)
+    seconds = str(int(max(1, timeout)))
     try:
-        if scheme in ("root", "roots", "xroot", "xroots"):
-            from XRootD import client
-
-            parts = urlsplit(url)
-            fs = client.FileSystem(f"{scheme}://{parts.netloc}")
-            status, _ = fs.stat(parts.path, timeout=int(max(1, timeout)))
-            return None if status.ok else str(status.message)
-        if scheme in ("http", "https"):
+        if parts.scheme in ("root", "roots", "xroot", "xroots"):
+            env = {**os.environ, "XRD_CONNECTIONRETRY": "1", "XRD_REQUESTTIMEOUT": seconds}
+            cmd = ["xrdfs", f"{parts.scheme}://{parts.netloc}", "stat", parts.path]
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False,
+                                  timeout=3 * timeout)  # fmt: skip
+            lines = (proc.stderr or proc.stdout).strip().splitlines() or [""]
+            return None if proc.returncode == 0 else lines[-1]
+        if parts.scheme in ("http", "https"):
             from instore.payload.source.http import head
 
             status = head(url, timeout)
@@ -346,7 +348,7 @@ def explain(url: str, error: str | None) -> str | None:
         return error
     if auth_refused(error):
         return auth_line(url)
-    if _ROOT_COULD_NOT_OPEN in error:  # ROOT keeps the reason to itself: ask the endpoint
+    if _ROOT_COULD_NOT_OPEN.search(error):  # the engine kept the reason to itself: ask
         answer = probe(url)
         if answer and auth_refused(answer):
             return auth_line(url)
