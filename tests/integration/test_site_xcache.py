@@ -134,3 +134,15 @@ def test_cache_state_survives_condition_changes(site: EmulatedLive, tmp_path: Pa
     site.prepare_cache("cold", [BLOB])
     _, moved = timed_read(site)
     assert moved >= BLOB_MB << 20
+
+
+def test_calibration_measures_the_cache_read_and_its_disk(site: EmulatedLive) -> None:
+    from instore.site.calibrate import cache_limits
+
+    record: dict = {"protocols": {}}
+    cache_limits(site, record, BLOB, BLOB_MB << 20)
+    entry, fio = record["protocols"]["xcache"], record["xcache_fio"]
+    print(f"XCache calibration: {entry}, disk {fio}")
+    assert entry["cold_mb_per_s"] <= 1.1 * RATE_MBIT / 8, "a cold read is capped by the link"
+    assert entry["mb_per_s"] > 1.5 * entry["cold_mb_per_s"], "a warm read is not"
+    assert fio["directory"] == str(site.names.cache_mount) and fio["seq_read_mb_per_s"] > 0

@@ -120,6 +120,34 @@ def _rtt(live: LiveSite) -> float | None:
     return None
 
 
+def through_cache(live: LiveSite, file: str, size: int) -> dict[str, float]:
+    """A whole file through the site's XCache: cold (emptied first, where it is ours: the
+    origin across the link) and warm (read again: the cache's own disk and server)."""
+    url = live.url("xcache", file)
+    entry: dict[str, float] = {"bytes": size}
+    if live.cache_fio_target() is not None:
+        live.prepare_cache("cold", [file])
+        live.drop_caches()
+        entry["cold_mb_per_s"] = size / xrdcp_seconds(url) / 1e6
+    else:
+        xrdcp_seconds(url)  # a real site's cache: make sure it holds the file
+    live.drop_caches()
+    entry["mb_per_s"] = size / xrdcp_seconds(url) / 1e6
+    return entry
+
+
+def cache_limits(live: LiveSite, record: dict[str, Any], file: str, size: int) -> None:
+    """The site cache's own limits, where it has one: a warm read through it (its protocol's
+    throughput, as for any protocol) and fio on its disk."""
+    if "xcache" not in live.protocols:
+        return
+    if size:
+        record["protocols"]["xcache"] = through_cache(live, file, size)
+    target = live.cache_fio_target()
+    if target is not None:
+        record["xcache_fio"] = disk_limits(target, live.config.calibration.fio_seconds)
+
+
 def calibrate(live: LiveSite, results: Path) -> dict[str, Any]:
     """Measure disk, whole-file protocol throughput and RTT; write the JSON under ``results``
     and return it."""
@@ -138,6 +166,7 @@ def calibrate(live: LiveSite, results: Path) -> dict[str, Any]:
     target = live.fio_target()
     if target is not None:
         record["fio"] = disk_limits(target, cfg.calibration.fio_seconds)
+    cache_limits(live, record, file, size)
     record["conditions"] = live.describe()
     path = write_calibration(results, cfg.name, record)
     record["path"] = str(path)
