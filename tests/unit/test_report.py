@@ -19,7 +19,8 @@ from instore.summary.command import summarize, write
 
 from tests.unit.data.records import SITES, rows, write_results
 
-NAMES = ("layout", "cache", "protocols", "readahead", "jobfill", "overview", "compare", "explore")
+NAMES = ("layout", "cache", "protocols", "readahead", "jobfill", "format", "overview", "compare",
+         "explore")  # fmt: skip
 
 
 @pytest.fixture(scope="module")

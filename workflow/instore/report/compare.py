@@ -190,3 +190,36 @@ def explorer(rows: pd.DataFrame) -> object:
         return fig
 
     return w.interactive(draw, site=site, section=section, x=x, y=y, hue=hue)
+
+
+def format_table(stats: pd.DataFrame) -> pd.DataFrame:
+    """TTree against RNTuple per site and protocol: each format's best median wall time (over
+    its cache settings; ROOT engine where measured) and how many times faster RNTuple is."""
+    from instore.summary.recommend import format_name
+
+    part = stats[(stats["section"] == "format") & (stats["jobs_ok"] > 0)]
+    root = part[part["engine"] == "root"]
+    part = root if len(root) else part
+    part = part.assign(format=part["layout"].map(format_name))
+    wall = part.pivot_table(index=["site", "protocol"], columns="format", values="wall_s_median",
+                            aggfunc="min")  # fmt: skip
+    if not {"TTree", "RNTuple"} <= set(wall.columns):
+        return pd.DataFrame(columns=["site", "protocol", "TTree wall (s)", "RNTuple wall (s)",
+                                     "RNTuple speed-up"])  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "TTree wall (s)": wall["TTree"],
+            "RNTuple wall (s)": wall["RNTuple"],
+            "RNTuple speed-up": wall["TTree"] / wall["RNTuple"],
+        }
+    )
+    return table.reset_index()
+
+
+def format_compare(stats: pd.DataFrame) -> None:
+    """The format table across sites (nothing when no site ran the format section)."""
+    table = format_table(stats)
+    if table.empty:
+        return
+    show.table(table, "TTree against RNTuple per site and protocol (best cache setting of each, "
+               "ROOT engine; speed-up above 1: RNTuple is faster)", "format_compare")  # fmt: skip
