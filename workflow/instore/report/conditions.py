@@ -20,7 +20,8 @@ def _num(value: Any, unit: str, digits: int = 3) -> str | None:
     """``value`` with its unit, or None when it was not recorded."""
     if not isinstance(value, int | float) or isinstance(value, bool):
         return None
-    return f"{value:.{digits}g} {unit}"
+    text = f"{value:,.0f}" if abs(value) >= 10 ** (digits - 1) else f"{value:.{digits}g}"
+    return f"{text} {unit}"
 
 
 def _joined(*parts: str | None) -> str:
@@ -58,7 +59,7 @@ def _calibration(cal: Mapping[str, Any] | None) -> str:
     if not cal:
         return "not calibrated: figures show no limit lines"
     rtt = _num(cal.get("rtt_ms"), "ms")
-    text = from_calibration(cal).describe()
+    text = from_calibration(cal).describe().removeprefix("Calibrated limits: ")
     extra = _joined(f"RTT {rtt}" if rtt else None, cal.get("measured_at"))
     return text if extra == "not recorded" else f"{text} ({extra})"
 

@@ -46,6 +46,9 @@ def site_facts(rows: pd.DataFrame) -> dict[str, str]:
     """Provenance of a site's runs, as label -> text (the conditions have their own table)."""
     prov = [_json(p) for p in rows["provenance"]]
     versions = {k: v for p in prov for k, v in (p.get("versions") or {}).items() if v}
+    releases = {p.get("root_version") for p in prov if p.get("root_version")}
+    if releases:  # the `root` wheel's own version says little; the ROOT release says what ran
+        versions["root"] = f"{versions.get('root', '?')} (ROOT {', '.join(sorted(releases))})"
     return {
         "jobs": f"{(rows['status'] == 'ok').sum()} ok, {(rows['status'] != 'ok').sum()} failed",
         "measured": f"{rows['start_time'].min()} to {rows['start_time'].max()}",
