@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from instore.study import SECTIONS as STUDY_SECTIONS
 
 REPO = Path(__file__).resolve().parents[2]
-SECTIONS = 5  # the quick profile runs every section
+SECTIONS = len(STUDY_SECTIONS)  # the quick profile runs every section
 
 
 def dry_run(workdir: Path, *config: str) -> subprocess.CompletedProcess[str]:
@@ -30,7 +31,7 @@ def test_one_job_per_site_and_section_and_notebook(tmp_path: Path) -> None:
     run = dry_run(tmp_path, "profile=quick", "runtime=none")
     assert run.returncode == 0, run.stderr[-2000:]
     jobs = job_counts(run.stdout)
-    sites = 2  # the quick profile's lan-hdd and lan-ssd
+    sites = 3  # the quick profile's lan-hdd, lan-ssd and wan (the caching section's site)
     assert jobs["sweep_section"] == sites * SECTIONS
     assert jobs["calibrate_site"] == sites
     assert jobs["execute_notebook"] == jobs["render_page"] == sites * SECTIONS
