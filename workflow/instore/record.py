@@ -124,6 +124,22 @@ class Measurement:
     object_name: str = ""  # its path in the file (a TTree's or an RNTuple's, e.g. analysis/nominal)
 
 
+HTTP_SCHEMES = ("http", "https", "dav", "davs")
+UPROOT_HTTP_CLIENT = "urllib3 multi-range GET (instore's uproot source), X.509 proxy and token"
+
+
+def http_client(url: str, engine: str | None) -> str:
+    """Which HTTP client read ``url`` ("n/a" when it is not http): the engines use different
+    ones, and a site's grid ROOT uses Davix, so the record says which one was measured."""
+    if url.split(":", 1)[0].lower() not in HTTP_SCHEMES:
+        return "n/a"
+    if engine == "root":
+        from instore.rootenv import http_client as root_http_client
+
+        return root_http_client()
+    return UPROOT_HTTP_CLIENT
+
+
 @dataclass
 class JobResult:
     """What ``instore read`` prints for one job. A failed read is a result too: ``error`` says
@@ -148,6 +164,7 @@ class JobResult:
             "url": self.url,
             "start_time": self.start_time,
             **self.knobs,
+            "http_client": http_client(self.url, self.knobs.get("engine")),
             "cold_cache_dropped": self.cold_cache_dropped,
             "passes": self.passes,
             **asdict(self.measurement),

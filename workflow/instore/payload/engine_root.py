@@ -6,9 +6,11 @@ import functools
 import os
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import pandas as pd
 
+from instore import credentials
 from instore.errors import InstoreError
 from instore.inspect.basketmap import COLUMNS
 from instore.payload import engine_rntuple
@@ -16,16 +18,51 @@ from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
 from instore.payload.source.file import is_local, local_path
-from instore.rootenv import declare, root
+from instore.rootenv import declare, root, xrdclhttp, xrdclhttp_available
+
+TWEBFILE_NO_AUTH = ("the root engine's HTTP client (TWebFile) cannot authenticate: "
+                    "use the uproot engine or xrootd for this site")  # fmt: skip
+
+
+def is_http(url: str) -> bool:
+    return urlsplit(url).scheme in ("http", "https", "dav", "davs")
+
+
+def _http_url(url: str) -> str:
+    """davs:// is https:// to XrdClHttp's URL patterns."""
+    scheme, rest = url.split(":", 1)
+    return {"dav": "http", "davs": "https"}.get(scheme, scheme) + ":" + rest
+
+
+def _open_http(url: str) -> Any:
+    """http(s) through XrdClHttp where it is installed, else TWebFile; a TWebFile that cannot
+    open a URL while the job holds a grid credential says it could not have sent it."""
+    if xrdclhttp_available():
+        f = xrdclhttp().XrdClHttpFile(_http_url(url))
+        if f.IsZombie():
+            reason = str(f.open_error)
+            raise InstoreError(f"{url}: XrdClHttp could not open it ({reason})",
+                               "check the URL, the file and the X.509 proxy")  # fmt: skip
+        return f
+    try:
+        f = root().TFile.Open(url, "READ")
+    except OSError:
+        f = None
+    if (not f or f.IsZombie()) and credentials.discover().kind is not None:
+        raise InstoreError(f"{url}: {TWEBFILE_NO_AUTH}")
+    return f
 
 
 def _open(url: str) -> Any:
     if is_local(url) and not os.path.exists(local_path(url)):
         raise InstoreError(f"{url}: no such file", "check the path")
-    try:
-        f = root().TFile.Open(url, "READ")
-    except OSError:  # PyROOT raises for a failed open
-        f = None
+    if is_http(url):
+        f = _open_http(url)
+    else:
+        try:
+            f = root().TFile.Open(url, "READ")
+        except OSError:  # PyROOT raises for a failed open
+            f = None
     if not f or f.IsZombie():
         raise InstoreError(
             f"{url}: ROOT could not open it (not a ROOT file, truncated, or refused by the endpoint)",
@@ -81,6 +118,8 @@ def warm_up() -> None:
     count about a second of compilation as its own wall time.
     """
     ROOT, cpp = root(), declare("payload")
+    if xrdclhttp_available():  # cling compiles XrdCl's headers: seconds, not the read's
+        xrdclhttp()
     f = ROOT.TMemFile("instore-warmup.root", "RECREATE")
     try:
         tree = cpp.warm_up_tree(f)

@@ -55,6 +55,8 @@ def site_facts(rows: pd.DataFrame) -> dict[str, str]:
         "hosts / kernels": f"{_distinct(p.get('host') for p in prov)} / {_distinct(p.get('kernel') for p in prov)}",
         "software": ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
         "runtime / image": f"{_distinct(rows.get('runtime', []))} / {_distinct(rows.get('image_digest', []))}",
+        # http(s) was read with these clients (not a site's Davix unless it says XrdClHttp)
+        "HTTP clients": _distinct(c for c in rows.get("http_client", []) if c != "n/a"),
     }
 
 

@@ -27,6 +27,7 @@ from instore.container.runtime import Runtime, Target
 from instore.errors import InstoreError
 from instore.payload.runner import CGROUP_ENV
 from instore.record import JobOutcome, PointInfo, SiteInfo, row, utc_now
+from instore.rootenv import http_auth_problem
 from instore.site import LiveSite, SiteConfig, load_site, open_site
 from instore.study import Point, Study, expand, grid_skip_reason
 from instore.study.files import replica_name
@@ -113,9 +114,12 @@ def plan(opts: SweepOptions, site: str) -> Plan:
 
 def site_skip_reason(point: Point, site: SiteConfig) -> str | None:
     """Why the site's file alone rules a point out (None: it can run there)."""
-    return site.rules_out(
+    reason = site.rules_out(
         point.protocol, point.block_readahead_kb, point.sets_conditions, point.cache_state
     )
+    if reason is None and point.engine == "root" and point.protocol == "http":
+        reason = http_auth_problem(site.auth)  # the root engine's HTTP client lacks the auth
+    return reason
 
 
 def section_skip_reason(study: Study, point: Point, site: str) -> str | None:
