@@ -40,6 +40,14 @@ def calibration_inputs(wildcards):
     return [f"{RESULTS}/{wildcards.site}/calibration.json"] if CALIBRATE else []
 
 
+def upload_inputs(wildcards):
+    """The site's upload marker, for sites that ask to be uploaded to (else nothing)."""
+    from instore.site.config import load_site
+
+    site = load_site(wildcards.site)
+    return [f"{RESULTS}/{wildcards.site}/upload.json"] if site.upload and not site.emulated else []
+
+
 def study_summary_line():
     """The last line of a successful run: where the report is, and how many jobs failed."""
     from instore.sweep.store import failed_jobs

@@ -2,11 +2,31 @@
 # show its physical limit. `instore site calibrate` brings an emulated site up and down itself.
 # It measures storage, so it never runs beside a sweep (threads: all cores).
 
+# A real site whose file sets `upload: true` gets the study's files first: `instore site
+# upload` places them behind every endpoint, verified by size and adler32 (equal copies are
+# skipped), and writes a marker naming them. Emulated sites get their files at bring-up.
+
+
+rule upload_site:
+    input:
+        site=site_file,
+        files=FILES,
+    output:
+        f"{RESULTS}/{{site}}/upload.json",
+    log:
+        f"{LOGS}/{{site}}/upload.log",
+    conda:
+        "../../envs/conda.yaml"
+    shell:
+        "instore site upload {wildcards.site} --files {input.files:q} --marker {output:q}"
+        " --no-progress > {log} 2>&1 || {{ tail -n 1 {log} >&2; false; }}"
+
 
 rule calibrate_site:
     input:
         site=site_file,
         files=FILES,
+        upload=upload_inputs,
     output:
         f"{RESULTS}/{{site}}/calibration.json",
     log:

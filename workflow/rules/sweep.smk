@@ -11,6 +11,7 @@ rule sweep_section:
         site=site_file,
         files=FILES,
         calibration=calibration_inputs,
+        upload=upload_inputs,
         image=IMAGE_INPUT,
     output:
         f"{RESULTS}/{{site}}/{{section}}.parquet",

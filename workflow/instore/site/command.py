@@ -1,4 +1,4 @@
-"""``instore site up|down|status|calibrate|preflight|fault``: emulated sites from the command line,
+"""``instore site up|down|status|calibrate|preflight|upload|fault``: emulated sites from the command line,
 and the checks a real site's admin runs before a study."""
 
 from __future__ import annotations
@@ -93,6 +93,28 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _upload(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from instore.site import upload
+
+    cfg = load_site(args.name)
+    files = [Path(f) for f in args.files] or sorted(Path(args.data).glob("*.root"))
+    if not files:
+        raise InstoreError(f"no files to upload in {args.data}",
+                           "run the data step (make data) or give --files")  # fmt: skip
+    total = sum(f.stat().st_size for f in files if f.is_file()) * len(upload.targets(cfg))
+    with tqdm(total=total, unit="B", unit_scale=True, disable=not args.progress,
+              desc=f"upload {cfg.name}") as bar:  # fmt: skip
+        record = upload.upload(cfg, files, bar.update)
+    marker = Path(args.marker or Path(args.results) / cfg.name / "upload.json")
+    upload.write_marker(record, marker)
+    copied = sum(1 for f in record["files"] if f["action"] == "copied")  # type: ignore[attr-defined]
+    print(f"site {cfg.name}: {copied} copied, {len(record['files']) - copied} already there "  # type: ignore[arg-type]
+          f"and equal (size, adler32); {marker}", file=sys.stderr)  # fmt: skip
+    return 0
+
+
 def _fault(args: argparse.Namespace) -> int:
     if args.seconds <= 0:
         raise InstoreError(f"--seconds must be positive, not {args.seconds:g}",
@@ -139,6 +161,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="results directory to write <site>/calibration.json in "
                           "(default: results, in the current directory)")  # fmt: skip
     cal.set_defaults(func=_calibrate)
+
+    upl = sub.add_parser("upload", help="put the study's files behind every endpoint of a real "
+                         "site, verified by size and adler32; equal copies are skipped")  # fmt: skip
+    upl.add_argument("name", help="site name or path")
+    upl.add_argument("--files", nargs="*", default=[], help="files to upload (default: "
+                     "DATA/*.root)")  # fmt: skip
+    upl.add_argument("--data", default="data/files", help="default: data/files")
+    upl.add_argument("--results", default="results",
+                     help="the marker goes to RESULTS/<site>/upload.json (default: results)")  # fmt: skip
+    upl.add_argument("--marker", help="write the marker here instead")
+    upl.add_argument("--no-progress", dest="progress", action="store_false",
+                     help="no progress bar")  # fmt: skip
+    upl.set_defaults(func=_upload)
 
     fault = sub.add_parser(
         "fault",

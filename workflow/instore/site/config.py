@@ -92,6 +92,7 @@ class SiteConfig:
     cache: Cache | None = None  # emulated sites: an XCache, read with protocol xcache
     preflight_timeout_s: float = 5.0
     auth: str = "none"  # the credential the endpoints need: x509, token or none
+    upload: bool = False  # real sites: the pipeline puts the files there (instore site upload)
 
     @property
     def emulated(self) -> bool:
@@ -162,6 +163,7 @@ def _build(data: dict[str, Any], path: Path) -> SiteConfig:
         cache=Cache(**cache) if cache else None,
         preflight_timeout_s=data.get("timeouts", {}).get("preflight_s", 5.0),
         auth=data.get("auth", "none"),
+        upload=bool(data.get("upload", False)),
     )
 
 
