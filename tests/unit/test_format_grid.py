@@ -80,3 +80,47 @@ def test_schema_takes_rntuple_layouts_and_refuses_others(tmp_path: Path) -> None
     assert {p.layout for p in expand(study, "format")} == {"ordered", "rntuple", "rntuple-small"}
     with pytest.raises(InstoreError, match="rntuple-tiny"):
         load_study(_study_with_layouts(tmp_path, ["rntuple-tiny"]), {"profile": "quick"})
+
+
+def test_root_engine_rntuple_over_http_is_skipped_with_its_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from instore.payload import engine_rntuple
+    from instore.sweep.runner import engine_skip_reason
+
+    monkeypatch.setattr(engine_rntuple, "xrdclhttp_available", lambda: True)
+    http = Point("format", layout="rntuple", protocol="http")
+    assert engine_skip_reason(http) == engine_rntuple.NO_HTTP
+    assert engine_rntuple.NO_HTTP_FIX == "use the uproot engine or xrootd"
+    for fine in (Point("format", layout="ordered", protocol="http"),
+                 Point("format", layout="rntuple", protocol="xrootd"),
+                 Point("format", layout="rntuple-small", protocol="http", engine="uproot")):  # fmt: skip
+        assert engine_skip_reason(fine) is None
+    monkeypatch.setattr(engine_rntuple, "xrdclhttp_available", lambda: False)  # TWebFile: fine
+    assert engine_skip_reason(http) is None
+
+
+class _FakeFile:
+    """What ``_raw_file_problem`` asks of a TFile: its class name and endpoint protocol."""
+
+    def __init__(self, cls: str, protocol: str) -> None:
+        self.cls, self.protocol = cls, protocol
+
+    def IsA(self) -> object:
+        return type("C", (), {"GetName": lambda _: self.cls})()
+
+    def GetEndpointUrl(self) -> object:
+        return type("U", (), {"GetProtocol": lambda _: self.protocol})()
+
+
+@pytest.mark.parametrize(
+    ("cls", "protocol", "refused"),
+    [("TFile", "http", True), ("TFile", "https", True), ("TFile", "file", False),
+     ("TNetXNGFile", "root", False), ("ROOT::Deprecated::TWebFile", "http", False)],
+)  # fmt: skip
+def test_a_remote_plain_tfile_is_never_read_as_a_local_path(
+    cls: str, protocol: str, refused: bool
+) -> None:
+    from instore.payload.engine_rntuple import NO_HTTP, _raw_file_problem
+
+    assert _raw_file_problem(_FakeFile(cls, protocol)) == (NO_HTTP if refused else None)

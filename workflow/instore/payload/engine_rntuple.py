@@ -22,7 +22,7 @@ from instore.inspect.basketmap import COLUMNS as PAGE_COLUMNS
 from instore.payload.objects import DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
-from instore.rootenv import declare, root
+from instore.rootenv import declare, root, xrdclhttp_available
 
 # Page-source counters recorded as they are (RNTupleReader.RPageSourceFile.<name>).
 COUNTERS = ("nReadV", "nRead", "szReadPayload", "szReadOverhead", "szUnzip", "nClusterLoaded",
@@ -40,7 +40,25 @@ def _cluster_cache(cache_bytes: int | None) -> int:
     return -1 if cache_bytes is None else int(cache_bytes > 0)
 
 
+NO_HTTP = "the root engine cannot read an RNTuple over http in this ROOT build (no Davix)"
+NO_HTTP_FIX = "use the uproot engine or xrootd"
+
+
+def _raw_file_problem(f: Any) -> str | None:
+    """Why RNTuple's own raw-file layer would not read what ``f`` reads (None: it would).
+
+    RNTupleReader opens its pages anew: a plain TFile's by the URL's *path* as a local file,
+    Davix/curl/NetXNG files by the URL, any other class through the TFile itself. A remote file
+    whose class is exactly TFile (our XrdClHttp TFile) would be read as a local path: refused,
+    never silently read from this host's disk."""
+    remote = str(f.GetEndpointUrl().GetProtocol()) not in ("", "file")
+    return NO_HTTP if remote and f.IsA().GetName() == "TFile" else None
+
+
 def _job(f: Any, url: str, obj: DataObject, cluster_cache: int) -> Any:
+    problem = _raw_file_problem(f)
+    if problem:
+        raise InstoreError(f"{url}: {problem}", NO_HTTP_FIX)
     job = declare("payload_rntuple").NtupleJob(f, obj.path, cluster_cache)
     if job.error or not job.reader:
         raise InstoreError(
@@ -132,3 +150,9 @@ def warm_up() -> None:
             f.Close()
     finally:
         os.unlink(path)
+
+
+def http_problem() -> str | None:
+    """Why the root engine cannot read an RNTuple over http here (None: it can): it reads http
+    through XrdClHttp where installed, a plain TFile to RNTuple (see ``_raw_file_problem``)."""
+    return NO_HTTP if xrdclhttp_available() else None

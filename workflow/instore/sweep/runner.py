@@ -25,6 +25,8 @@ from instore.container import Access, Bind, measure_startup, select_runtime, tar
 from instore.container.measure import run_payload
 from instore.container.runtime import Runtime, Target
 from instore.errors import InstoreError
+from instore.generate.layouts import RNTUPLE_LAYOUTS
+from instore.payload import engine_rntuple
 from instore.payload.runner import CGROUP_ENV
 from instore.record import JobOutcome, PointInfo, SiteInfo, row, utc_now
 from instore.rootenv import http_auth_problem
@@ -122,6 +124,14 @@ def site_skip_reason(point: Point, site: SiteConfig) -> str | None:
     return reason
 
 
+def engine_skip_reason(point: Point) -> str | None:
+    """Why the point's engine cannot read its file over its protocol here (None: it can): the
+    root engine reads no RNTuple over http through XrdClHttp (RNTuple has no HTTP of its own)."""
+    if point.engine == "root" and point.protocol == "http" and point.layout in RNTUPLE_LAYOUTS:
+        return engine_rntuple.http_problem()
+    return None
+
+
 def section_skip_reason(study: Study, point: Point, site: str) -> str | None:
     """Why the study keeps a section off this site (None: the section runs here)."""
     sites = section_sites(study, point.section)
@@ -188,7 +198,7 @@ def run_site(opts: SweepOptions) -> SweepSummary:
     summary.already, todo = planned.already, []
     for point, key in planned.todo:
         reason = section_skip_reason(opts.study, point, site.name) or site_skip_reason(point, site)
-        reason = reason or grid_skip_reason(opts.study, point)
+        reason = reason or grid_skip_reason(opts.study, point) or engine_skip_reason(point)
         if reason:  # known before the site is brought up: a section may need no site at all
             summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
         else:
