@@ -116,3 +116,24 @@ def test_failed_points_are_shown_as_not_available_with_their_reason(
     failed = [m for m in shown if "Not available" in m]
     assert failed and "InstoreError: the endpoint refused" in failed[0]
     assert "second line" not in failed[0]
+
+
+def test_throughput_marks_each_protocols_calibrated_limit(
+    results: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import matplotlib.axes
+    from instore.summary.limits import Limits
+
+    marks: list[tuple[float, float, float]] = []
+    real = matplotlib.axes.Axes.hlines
+
+    def spy(self, y, xmin, xmax, *args, **kwargs):
+        marks.append((y, xmin, xmax))
+        return real(self, y, xmin, xmax, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "hlines", spy)
+    monkeypatch.setattr(show, "_display", lambda _: None)
+    view = SiteView.load(SITES[0], results)
+    view.limits = Limits({"posix": 120.0, "xrootd": 80.0})
+    rf.format_throughput(view)
+    assert sorted(y for y, _, _ in marks) == [80.0, 120.0]

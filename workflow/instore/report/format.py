@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from instore.report import show
-from instore.report.plots import iqr, panels
+from instore.report.plots import LIMIT_STYLE, iqr, panels
 from instore.report.sections import _has
 from instore.report.view import SiteView
 from instore.summary.recommend import format_name
@@ -100,15 +100,7 @@ def format_throughput(view: SiteView) -> None:
     _bars(ax, rows, "mb_per_s", order)
     ax.set(xlabel="protocol", ylabel="MB/s")
     protocols = [t.get_text() for t in ax.get_xticklabels()]
-    limits = {p: view.limits.throughput(p) for p in protocols}
-    for i, p in enumerate(protocols):
-        if limits[p]:
-            ax.hlines(limits[p], i - 0.45, i + 0.45, colors="crimson", linestyles="--",
-                      label="calibrated MB/s" if i == min(
-                          j for j, q in enumerate(protocols) if limits[q]) else None)  # fmt: skip
-    if not any(limits.values()):
-        ax.text(0.99, 0.98, "no calibrated limit", transform=ax.transAxes, ha="right", va="top",
-                fontsize=8, color="grey")  # fmt: skip
+    _limit_marks(ax, [view.limits.throughput(p) for p in protocols])
     _legend_below(fig, ax, len(order) + 1)
     show.figure(
         fig,
@@ -116,6 +108,19 @@ def format_throughput(view: SiteView) -> None:
         "Throughput per protocol, TTree against RNTuple, cache off and on, against the site's "
         "calibrated MB/s for each protocol (dashed).",
     )
+
+
+def _limit_marks(ax: Any, limits: list[float | None]) -> None:
+    """One dashed mark per protocol at its calibrated MB/s (each protocol has its own limit)."""
+    marked = False
+    for i, limit in enumerate(limits):
+        if limit:
+            ax.hlines(limit, i - 0.45, i + 0.45, colors=LIMIT_STYLE["color"], linestyles="--",
+                      label=None if marked else "calibrated MB/s")  # fmt: skip
+            marked = True
+    if not marked:
+        ax.text(0.99, 0.98, "no calibrated limit", transform=ax.transAxes, ha="right", va="top",
+                fontsize=8, color="grey")  # fmt: skip
 
 
 def speedup(points: pd.DataFrame) -> pd.DataFrame:
