@@ -129,9 +129,15 @@ def xrdclhttp() -> Any:
     return declare("xrdclhttp")
 
 
+# C++ files another one uses: declared first (cling has no include path to our sources).
+_NEEDS: dict[str, tuple[str, ...]] = {"payload": ("cpuburn",), "payload_rntuple": ("cpuburn",)}
+
+
 @functools.cache
 def declare(name: str) -> Any:
     """Declare ``instore/cpp/<name>.cxx`` to cling once; return the ``instore`` C++ namespace."""
+    for needed in _NEEDS.get(name, ()):
+        declare(needed)
     ROOT = root()
     code = resources.files("instore").joinpath("cpp", f"{name}.cxx").read_text()
     if not ROOT.gInterpreter.Declare(code):

@@ -19,20 +19,6 @@
 
 namespace instore {
 
-// Spend `us` microseconds of this thread's CPU time (as payload.cxx's burn, for this file alone).
-inline void ntuple_burn(double us) {
-   if (us <= 0) return;
-   timespec t0, t;
-   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-   volatile double x = 0;
-   double elapsed = 0;
-   do {
-      for (int i = 0; i < 64; ++i) x = x + i * 0.5;
-      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-      elapsed = (t.tv_sec - t0.tv_sec) * 1e6 + (t.tv_nsec - t0.tv_nsec) * 1e-3;
-   } while (elapsed < us);
-}
-
 constexpr Long64_t kChecksumBytes = 8;
 
 // The page map from ROOT's descriptor: one row per page on disk of the given top-level fields.
@@ -89,7 +75,7 @@ public:
          for (auto &n : names) views.emplace_back(reader->GetView<void>(n));
          for (Long64_t e = first; e < stop; e += stride) {
             for (auto &v : views) v(e);
-            ntuple_burn(cpu_us);
+            burn(cpu_us);
             ++events;
          }
       } catch (const std::exception &e) {

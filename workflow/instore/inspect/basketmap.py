@@ -12,8 +12,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from instore.errors import InstoreError
-
 COLUMNS = [
     "branch",
     "branch_index",
@@ -25,72 +23,21 @@ COLUMNS = [
 ]
 
 
-def _uproot_open(path: str, **options: Any) -> Any:
-    import uproot
-
-    try:
-        return uproot.open(path, **options)
-    except FileNotFoundError as err:
-        raise InstoreError(f"{path}: no such file", "check the path or URL") from err
-    except OSError as err:
-        raise InstoreError(
-            f"{path}: cannot open ({err})", "check the endpoint is up and the path exists"
-        ) from err
-    except Exception as err:  # uproot raises plain ValueError/KeyError on bad headers
-        raise InstoreError(
-            f"{path}: not a readable ROOT file ({type(err).__name__}: {err})".splitlines()[0],
-            "regenerate or re-copy the file; it may be truncated or corrupt",
-        ) from err
-
-
-DATA_CLASSES = ("TTree", "ROOT::RNTuple")
-
-
-def _data_bytes(obj: Any) -> int:
-    """Compressed bytes of a TTree's baskets or an RNTuple's pages (to choose the largest)."""
-    if obj.classname == "TTree":
-        return int(obj.member("fZipBytes"))
-    return sum(p.locator.num_bytes for c in obj.page_link_list for col in c for p in col.pages)
-
-
-def _tree_names(file: Any) -> list[tuple[str, int]]:
-    """(name, total compressed bytes) of every TTree and RNTuple in the file, largest first."""
-    names = [k.split(";")[0] for k, cls in file.classnames().items() if cls in DATA_CLASSES]
-    names = list(dict.fromkeys(names))
-    if len(names) == 1:
-        return [(names[0], 0)]
-    trees = [(n, _data_bytes(file[n])) for n in names]
-    return sorted(trees, key=lambda t: -t[1])
-
-
 def open_tree(path: str, tree: str | None = None, **options: Any) -> tuple[Any, Any]:
-    """Open ``path`` and return (file, tree): the named TTree or RNTuple, else the largest.
+    """Open ``path`` and return (file, tree): the named TTree or RNTuple, else the largest,
+    chosen as the payload chooses it (TDirectories searched, a name or a path).
 
     An RNTuple comes back as uproot's RNTuple object (``pagemap.is_rntuple`` tells).
     """
-    file = _uproot_open(path, **options)
+    from instore.payload import objects  # it uses this package's page map
+
+    file = objects.open_file(path, **options)
     try:
-        trees = _tree_names(file)
-    except Exception as err:
+        chosen = objects.choose_from(file, path, tree, objects.classnames(file, path))
+        return file, objects.get(file, path, chosen)
+    except BaseException:
         file.close()
-        raise InstoreError(
-            f"{path}: cannot list its objects ({err})".splitlines()[0],
-            "the file may be truncated or corrupt; regenerate or re-copy it",
-        ) from err
-    if not trees:
-        file.close()
-        raise InstoreError(
-            f"{path}: the file holds no TTree or RNTuple",
-            "point at a file with a TTree or an RNTuple",
-        )
-    name = tree or trees[0][0]
-    if name not in {n for n, _ in trees}:
-        file.close()
-        raise InstoreError(
-            f"{path}: no TTree or RNTuple named {name!r}",
-            f"choose one of: {', '.join(n for n, _ in trees)}",
-        )
-    return file, file[name]
+        raise
 
 
 def _branch_rows(index: int, branch: Any) -> Iterable[tuple[Any, ...]]:
