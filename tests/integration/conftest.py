@@ -85,3 +85,13 @@ def study_env(tmp_path: Path, small_files: dict[str, Path]) -> dict[str, Path]:
         "data": files,
         "tmp": tmp_path,
     }
+
+
+@pytest.fixture(scope="session")
+def payload_image() -> dict:
+    """Build the payload image once per test session (a no-op when it is current)."""
+    from instore.container import image
+
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (make system)")
+    return image.build(image.find_project())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -17,14 +16,6 @@ from instore.container.runtime import NO_ACCESS, Access, Bind, Runtime, Target, 
 pytestmark = pytest.mark.integration
 
 INSTORE = str(Path(sys.executable).parent / "instore")
-
-
-@pytest.fixture(scope="session")
-def payload_image() -> dict:
-    """Build the image once per test session (a no-op when it is current)."""
-    if shutil.which("podman") is None:
-        pytest.skip("podman is not installed (make system)")
-    return image.build(image.find_project())
 
 
 @pytest.fixture(scope="session")

@@ -124,7 +124,9 @@ def _credentials(monkeypatch: pytest.MonkeyPatch, server: GsiServer, proxy: Path
     monkeypatch.setenv("XRD_CONNECTIONRETRY", "1")
 
 
-def _sweep(server: GsiServer, tmp: Path, auth: str | None = None) -> pd.DataFrame:
+def _sweep(
+    server: GsiServer, tmp: Path, auth: str | None = None, runtime: str = "none"
+) -> pd.DataFrame:
     tmp.mkdir(exist_ok=True)
     (tmp / "study.yaml").write_text(yaml.safe_dump(STUDY))
     opts = runner.SweepOptions(
@@ -134,7 +136,7 @@ def _sweep(server: GsiServer, tmp: Path, auth: str | None = None) -> pd.DataFram
         data=server.data,
         results=tmp / "results",
         scratch=tmp / "scratch",
-        runtime="none",
+        runtime=runtime,
         progress=False,
     )
     summary = runner.run_site(opts)
@@ -159,6 +161,21 @@ def test_jobs_read_through_gsi_with_the_proxy_and_record_who_not_what(
     secret = [ln for ln in gsi_server.proxy.read_text().splitlines() if not ln.startswith("---")]
     assert not any(line in records for line in secret), "no proxy content in the records"
     assert _preflight(_site(gsi_server, tmp_path)).stderr.strip().endswith("site gsi: ok")
+
+
+def test_jobs_in_the_payload_image_read_through_gsi_with_the_proxy_bound_in(
+    gsi_server: GsiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, payload_image: dict
+) -> None:
+    """In podman the proxy and CA directory are bound read-only and the variables point at
+    them inside: both engines read, and the records name the runtime and the proxy's subject."""
+    _credentials(monkeypatch, gsi_server, gsi_server.proxy)
+    table = _sweep(gsi_server, tmp_path, auth="x509", runtime="podman")
+    assert set(table["runtime"]) == {"podman"} and set(table["engine"]) == {"root", "uproot"}
+    failed = table.loc[table["status"] != "ok", ["engine", "error"]].to_dict("records")
+    assert not failed, f"both engines read through GSI inside the image: {failed}"
+    records = (tmp_path / "results" / "gsi" / "records.jsonl").read_text()
+    assert "/DC=test/CN=Instore Test User" in records
+    assert str(gsi_server.proxy) not in records, "not even the proxy's path is recorded"
 
 
 def test_without_the_proxy_jobs_and_preflight_say_authentication_and_the_fix(

@@ -170,7 +170,7 @@ def test_index_leads_with_the_headline_and_shows_conditions_not_json(
     text = page.read_text()
     order = [text.index(s) for s in ("Best setup", "Worst setup", "Recommendations", "Conditions")]
     assert order == sorted(order)
-    for shown in ("1000 Mbit/s", "0.5 ms round trip", "measured 0.52 ms", "150 random-read IOPS",
+    for shown in ("1,000 Mbit/s", "0.5 ms round trip", "measured 0.52 ms", "150 random-read IOPS",
                   "118 MB/s disk (fio sequential)", "1 node(s) x 2 cores"):  # fmt: skip
         assert shown in text, shown
     assert '"rtt_ms_bare": 0.04' in html.unescape(text.split("<details>")[1])  # one click away
