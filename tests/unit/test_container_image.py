@@ -236,3 +236,14 @@ def test_a_failed_build_step_names_the_last_log_line_in_one_line(tmp_path):
     assert "step 1 ok" in log.read_text()
     image.logged("podman build", [sys.executable, "-c", "print('fine')"], log, "unused")
     assert log.read_text().endswith("fine\n")
+
+
+def test_podman_runroot_stays_short_under_a_long_xdg_runtime_dir(project, monkeypatch):
+    """podman refuses a runroot over 50 characters ("the specified runroot is longer than 50
+    characters"): a long XDG_RUNTIME_DIR must not make every container fail to start."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/tmp/" + "x" * 60)
+    store = project.store()
+    assert len(str(store.runroot)) <= image.PODMAN_RUNROOT_MAX
+    assert store.runroot.is_relative_to("/run/instore-podman")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/0")
+    assert project.store().runroot.is_relative_to("/run/user/0/instore-podman")

@@ -54,6 +54,9 @@ _TABLE_HEADER = re.compile(r"^\[{1,2}\s*([A-Za-z0-9_.-]+)\s*\]{1,2}\s*(#.*)?$")
 README_STAND_IN = b"instore payload image: the README is in the instore repository.\n"
 
 
+PODMAN_RUNROOT_MAX = 50  # "the specified runroot is longer than 50 characters"
+
+
 @dataclass(frozen=True)
 class Project:
     """Where the recipe, the lock and the build outputs of one checkout live."""
@@ -97,6 +100,8 @@ class Project:
         root = self.build_dir / "storage"
         key = hashlib.sha256(str(root).encode()).hexdigest()[:12]
         run = Path(os.environ.get("XDG_RUNTIME_DIR") or "/run") / "instore-podman" / key
+        if len(str(run / "storage")) > PODMAN_RUNROOT_MAX:  # podman refuses a longer runroot
+            run = Path("/run") / "instore-podman" / key
         return PodmanStore(root, run / "storage", run / "libpod", self.containers_conf)
 
 
