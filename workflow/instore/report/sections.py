@@ -329,6 +329,9 @@ def caching(view: SiteView) -> None:
         sns.lineplot(data=pts, x="rtt_ms", y=metric, hue="method", style="reads", marker="o",
                      ax=ax, legend=ax is axes[-1])  # fmt: skip
         ax.set(xscale="log", xlabel="round-trip time (ms)", ylabel=label)
+        rtts = sorted(pts["rtt_ms"].dropna().unique())
+        ax.set_xticks(rtts, [f"{r:g}" for r in rtts])  # the RTTs measured, not 2x10^1
+        ax.minorticks_off()
         for reads, dash in (("full", ":"), ("sparse", "-.")):
             rtt = break_even_ms(curves[curves["reads"] == reads], "XCache warm", "direct xrootd")
             if rtt is not None:
@@ -336,7 +339,12 @@ def caching(view: SiteView) -> None:
                            label=f"warm XCache beats direct ({reads})")  # fmt: skip
     axes[0].axhline(EFFICIENCY_FLOOR, color="crimson", linestyle="--", linewidth=1)
     axes[0].set(ylim=(0, 1.05))
-    axes[-1].legend(fontsize=7)
+    handles, labels = axes[-1].get_legend_handles_labels()
+    if axes[-1].get_legend():
+        axes[-1].get_legend().remove()
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", ncol=4, bbox_to_anchor=(0.5, 0.0),
+               fontsize=8, frameon=False)  # below the panels: it covers no line # fmt: skip
     show.figure(
         fig,
         "caching",
