@@ -78,7 +78,7 @@ def test_cache_state_applies_to_xcache_reads_only(tmp_path: Path) -> None:
 
 
 def test_shipped_caching_sections_run_on_wan_with_an_rtt_axis() -> None:
-    for profile, rtts in (("quick", 2), ("full", 5)):
+    for profile, rtts in (("quick", 2), ("full", 4)):
         study = load_study(overrides={"profile": profile})
         points = expand(study, "caching")
         assert section_sites(study, "caching") == ("wan",)
