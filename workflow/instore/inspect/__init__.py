@@ -2,7 +2,7 @@
 
 from instore.inspect.basketmap import basket_map, open_tree, read_order
 from instore.inspect.disorder import Disorder, disorder
-from instore.inspect.pagemap import is_rntuple, page_map
+from instore.payload.maps import is_rntuple, page_map
 
 __all__ = [
     "Disorder",

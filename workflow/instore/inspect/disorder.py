@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from instore.inspect.basketmap import read_order
+from instore.payload.maps import is_rntuple, rntuple_clusters
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,6 @@ def clusters_of(tree: Any) -> int:
 
     For an RNTuple, the clusters its footer lists.
     """
-    from instore.inspect.pagemap import is_rntuple, rntuple_clusters
-
     if is_rntuple(tree):
         return rntuple_clusters(tree)
     return max(1, len(tree.common_entry_offsets()) - 1)

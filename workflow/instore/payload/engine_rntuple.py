@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from instore.errors import InstoreError
-from instore.inspect.basketmap import COLUMNS as PAGE_COLUMNS
+from instore.payload.maps import COLUMNS
 from instore.payload.objects import DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
@@ -69,7 +69,7 @@ def _job(f: Any, url: str, obj: DataObject, cluster_cache: int) -> Any:
 
 
 def page_map(job: Any, names: list[str]) -> pd.DataFrame:
-    """The pages of ``names`` from ROOT's descriptor, as a basket map (see instore.inspect.pagemap)."""
+    """The pages of ``names`` from ROOT's descriptor, as a basket map (see instore.payload.maps)."""
     rows = job.page_rows(root().std.vector("std::string")(names))
     return pd.DataFrame(
         {
@@ -81,7 +81,7 @@ def page_map(job: Any, names: list[str]) -> pd.DataFrame:
             "offset": list(rows.offset),
             "compressed_bytes": list(rows.bytes),
         },
-        columns=PAGE_COLUMNS,
+        columns=COLUMNS,
     )
 
 

@@ -12,8 +12,8 @@ import pandas as pd
 
 from instore import credentials
 from instore.errors import InstoreError
-from instore.inspect.basketmap import COLUMNS
 from instore.payload import engine_rntuple
+from instore.payload.maps import COLUMNS
 from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult

@@ -11,10 +11,9 @@ from typing import Any
 from uproot.source.coalesce import CoalesceConfig
 
 from instore.errors import InstoreError
-from instore.inspect.basketmap import basket_map
-from instore.inspect.pagemap import page_map
 from instore.payload import objects
 from instore.payload.cpuburn import burn
+from instore.payload.maps import basket_map, page_map
 from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult

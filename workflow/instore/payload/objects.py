@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from instore.errors import InstoreError
-from instore.inspect.pagemap import page_map
+from instore.payload.maps import page_map
 
 TTREE, RNTUPLE = "ttree", "rntuple"
 FORMATS = (TTREE, RNTUPLE)

@@ -1,15 +1,20 @@
-"""The page map of an RNTuple: one row per page on disk, read from the footer's page lists.
+"""Where a file's data sits: a TTree's basket map and an RNTuple's page map, one row per basket
+(or page) on disk, in one frame shape (``COLUMNS``).
 
-The frame shares the basket map's columns, so the disorder figures and the access map read it
-unchanged: ``branch`` is the top-level field a page belongs to (the name a reader selects),
-``basket`` the page's index within its column over the whole file, ``offset`` and
+Both engines measure "bytes needed" with these frames and ``instore inspect`` draws its figures
+from them. This module imports neither ``instore.payload``'s other modules nor
+``instore.inspect``, so either can import it without a cycle.
+
+An RNTuple's page map has the basket map's columns, so the disorder figures and the access map
+read it unchanged: ``branch`` is the top-level field a page belongs to (the name a reader
+selects), ``basket`` the page's index within its column over the whole file, ``offset`` and
 ``compressed_bytes`` its bytes on storage (the locator's, plus the page checksum a reader reads
-with it). ``entry_start``/``entry_stop`` are its cluster's entries: an
-RNTuple reader loads a cluster's pages of the selected columns together (the cluster is the
-unit of reading, as TTreeCache's cluster is), and a page of a collection's values has no entry
-range of its own without reading the offsets. Extra columns say which cluster, column and
-elements a page holds; ``shared`` marks a page whose bytes an earlier row already lists (ROOT's
-same-page merging stores identical pages once, e.g. the offsets of one collection's fields).
+with it). ``entry_start``/``entry_stop`` are its cluster's entries: an RNTuple reader loads a
+cluster's pages of the selected columns together (the cluster is the unit of reading, as
+TTreeCache's cluster is), and a page of a collection's values has no entry range of its own
+without reading the offsets. Extra columns say which cluster, column and elements a page holds;
+``shared`` marks a page whose bytes an earlier row already lists (ROOT's same-page merging
+stores identical pages once, e.g. the offsets of one collection's fields).
 """
 
 from __future__ import annotations
@@ -17,10 +22,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from instore.inspect.basketmap import COLUMNS
-
+COLUMNS = [
+    "branch",
+    "branch_index",
+    "basket",
+    "entry_start",
+    "entry_stop",
+    "offset",
+    "compressed_bytes",
+]
 PAGE_COLUMNS = [
     *COLUMNS,
     "cluster",
@@ -35,6 +48,41 @@ PAGE_COLUMNS = [
 ]
 RNTUPLE_CLASS = "ROOT::RNTuple"
 CHECKSUM_BYTES = 8  # a checksummed page is stored with its xxhash3 checksum behind it
+
+
+# --- TTree (uproot) ---------------------------------------------------------------------------
+
+
+def _branch_rows(index: int, branch: Any) -> Iterable[tuple[Any, ...]]:
+    n = branch.num_baskets
+    if n == 0:
+        return []
+    seeks = np.asarray(branch.member("fBasketSeek"))[:n]
+    sizes = np.asarray(branch.member("fBasketBytes"))[:n]
+    entries = np.asarray(branch.member("fBasketEntry"))[: n + 1]
+    return (
+        (branch.name, index, i, int(entries[i]), int(entries[i + 1]), int(seeks[i]), int(sizes[i]))
+        for i in range(n)
+    )
+
+
+def basket_map(tree: Any) -> pd.DataFrame:
+    """One row per basket written to disk (baskets embedded in the TTree object are not listed).
+
+    Given an RNTuple, its page map (``page_map``).
+    """
+    if is_rntuple(tree):
+        return page_map(tree)
+    rows: list[tuple[Any, ...]] = []
+    for index, branch in enumerate(tree.itervalues(recursive=True)):
+        rows.extend(_branch_rows(index, branch))
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    frame["format"] = "ttree"
+    frame.attrs["format"] = "ttree"
+    return frame
+
+
+# --- RNTuple (uproot) -------------------------------------------------------------------------
 
 
 def is_rntuple(obj: Any) -> bool:
@@ -135,8 +183,3 @@ def page_map(ntuple: Any) -> pd.DataFrame:
 def rntuple_clusters(ntuple: Any) -> int:
     """Number of clusters listed in the footer's page lists."""
     return max(1, len(ntuple.cluster_summaries))
-
-
-def top_fields(ntuple: Any) -> Iterable[str]:
-    """Top-level field names, in header order (the names a reader selects, like branches)."""
-    return [r.field_name for i, r in enumerate(ntuple.field_records) if r.parent_field_id == i]
