@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from instore.errors import InstoreError
-from instore.payload.maps import COLUMNS
+from instore.payload.maps import basket_frame
 from instore.payload.objects import DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
@@ -71,18 +71,8 @@ def _job(f: Any, url: str, obj: DataObject, cluster_cache: int) -> Any:
 def page_map(job: Any, names: list[str]) -> pd.DataFrame:
     """The pages of ``names`` from ROOT's descriptor, as a basket map (see instore.payload.maps)."""
     rows = job.page_rows(root().std.vector("std::string")(names))
-    return pd.DataFrame(
-        {
-            "branch": [names[i] for i in rows.field],
-            "branch_index": list(rows.field),
-            "basket": list(rows.page),
-            "entry_start": list(rows.entry_start),
-            "entry_stop": list(rows.entry_stop),
-            "offset": list(rows.offset),
-            "compressed_bytes": list(rows.bytes),
-        },
-        columns=COLUMNS,
-    )
+    return basket_frame(names, rows.field, rows.page, rows.entry_start, rows.entry_stop,
+                        rows.offset, rows.bytes)  # fmt: skip
 
 
 def _largest_cluster(pages: pd.DataFrame, chosen: list[str]) -> int:

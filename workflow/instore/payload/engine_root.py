@@ -13,7 +13,7 @@ import pandas as pd
 from instore import credentials
 from instore.errors import InstoreError
 from instore.payload import engine_rntuple
-from instore.payload.maps import COLUMNS
+from instore.payload.maps import basket_frame
 from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
@@ -96,18 +96,8 @@ def _branches(tree: Any) -> tuple[list[str], dict[str, str]]:
 def basket_map(tree: Any, names: list[str]) -> pd.DataFrame:
     """The same basket map as ``instore inspect``, from ROOT's view of the metadata."""
     rows = declare("payload").basket_rows(tree, root().std.vector("std::string")(names))
-    return pd.DataFrame(
-        {
-            "branch": [names[i] for i in rows.branch],
-            "branch_index": list(rows.branch),
-            "basket": list(rows.basket),
-            "entry_start": list(rows.entry_start),
-            "entry_stop": list(rows.entry_stop),
-            "offset": list(rows.offset),
-            "compressed_bytes": list(rows.bytes),
-        },
-        columns=COLUMNS,
-    )
+    return basket_frame(names, rows.branch, rows.basket, rows.entry_start, rows.entry_stop,
+                        rows.offset, rows.bytes)  # fmt: skip
 
 
 @functools.cache

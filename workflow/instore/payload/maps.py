@@ -19,7 +19,7 @@ stores identical pages once, e.g. the offsets of one collection's fields).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,23 @@ PAGE_COLUMNS = [
 ]
 RNTUPLE_CLASS = "ROOT::RNTuple"
 CHECKSUM_BYTES = 8  # a checksummed page is stored with its xxhash3 checksum behind it
+
+
+def basket_frame(
+    names: Sequence[str],
+    index: Iterable[int],
+    basket: Iterable[int],
+    entry_start: Iterable[int],
+    entry_stop: Iterable[int],
+    offset: Iterable[int],
+    compressed_bytes: Iterable[int],
+) -> pd.DataFrame:
+    """The ``COLUMNS`` frame from per-row sequences (ROOT's row vectors): ``index`` indexes
+    ``names`` (the branch, or an RNTuple's top-level field), ``basket`` numbers the basket (page)."""
+    indices = list(index)
+    values = ([names[i] for i in indices], indices, basket, entry_start, entry_stop, offset,
+              compressed_bytes)  # fmt: skip
+    return pd.DataFrame({c: list(v) for c, v in zip(COLUMNS, values, strict=True)})
 
 
 # --- TTree (uproot) ---------------------------------------------------------------------------
