@@ -60,12 +60,12 @@ def format_wall(view: SiteView) -> None:
     fig, axes = panels(2, width=6)
     for ax, metric, label in ((axes[0], "wall_s", "wall time (s)"),
                               (axes[1], "read_calls", "read calls per job")):  # fmt: skip
-        _bars(ax, rows, metric, order)
-        ax.set(xlabel="protocol", ylabel=label)
+        _bars(ax, rows, metric, label, order)
     axes[1].set_yscale("log")
-    _legend_below(fig, axes[0], len(order))
-    show.figure(
+    _show_with_legend_below(
         fig,
+        axes[0],
+        len(order),
         "format_wall",
         "Wall time and read calls per protocol, TTree against RNTuple, cache off and on "
         "(TTreeCache for TTree, the cluster cache for RNTuple; ROOT engine; median, bars: "
@@ -73,20 +73,34 @@ def format_wall(view: SiteView) -> None:
     )
 
 
-def _bars(ax: Any, rows: pd.DataFrame, metric: str, order: list[str]) -> None:
+def _bars(
+    ax: Any,
+    data: pd.DataFrame,
+    metric: str,
+    ylabel: str,
+    order: list[str] | None = None,
+    hue: str = HOW,
+    median: bool = True,
+) -> None:
+    """Bars of ``metric`` per protocol and ``hue`` on ``ax`` (median and interquartile range,
+    or seaborn's defaults), labelled; the axes' own legend is dropped for the figure's below."""
     import seaborn as sns
 
-    sns.barplot(data=rows, x="protocol", y=metric, hue=HOW, hue_order=order, estimator="median",
-                errorbar=iqr(), ax=ax, legend=True)  # fmt: skip
+    stats = {"estimator": "median", "errorbar": iqr()} if median else {}
+    sns.barplot(data=data, x="protocol", y=metric, hue=hue, hue_order=order, ax=ax, legend=True,
+                **stats)  # fmt: skip
     if ax.get_legend():
         ax.get_legend().remove()
+    ax.set(xlabel="protocol", ylabel=ylabel)
 
 
-def _legend_below(fig: Any, ax: Any, n: int) -> None:
+def _show_with_legend_below(fig: Any, ax: Any, n: int, key: str, caption: str) -> None:
+    """Show ``fig`` with the legend of ``ax`` (``n`` entries) under its panels."""
     handles, labels = ax.get_legend_handles_labels()
     fig.tight_layout()
     fig.legend(handles, labels, loc="upper center", ncol=min(n, 4), bbox_to_anchor=(0.5, 0.0),
                frameon=False)  # fmt: skip
+    show.figure(fig, key, caption)
 
 
 def format_throughput(view: SiteView) -> None:
@@ -97,13 +111,13 @@ def format_throughput(view: SiteView) -> None:
     order = _order(rows)
     fig, axes = panels(1, width=8)
     ax = axes[0]
-    _bars(ax, rows, "mb_per_s", order)
-    ax.set(xlabel="protocol", ylabel="MB/s")
+    _bars(ax, rows, "mb_per_s", "MB/s", order)
     protocols = [t.get_text() for t in ax.get_xticklabels()]
     _limit_marks(ax, [view.limits.throughput(p) for p in protocols])
-    _legend_below(fig, ax, len(order) + 1)
-    show.figure(
+    _show_with_legend_below(
         fig,
+        ax,
+        len(order) + 1,
         "format_throughput",
         "Throughput per protocol, TTree against RNTuple, cache off and on, against the site's "
         "calibrated MB/s for each protocol (dashed).",
@@ -140,8 +154,6 @@ def speedup(points: pd.DataFrame) -> pd.DataFrame:
 
 def format_ratio(view: SiteView) -> None:
     """TTree against RNTuple per protocol: how many times faster RNTuple reads (> 1)."""
-    import seaborn as sns
-
     if not _has(view, SECTION):
         return
     ratio = speedup(view.points(SECTION))
@@ -152,14 +164,13 @@ def format_ratio(view: SiteView) -> None:
     if ratio["rntuple"].nunique() > 1:
         ratio["reader"] += " (" + ratio["rntuple"] + ")"
     fig, axes = panels(1, width=8)
-    sns.barplot(data=ratio, x="protocol", y="ttree_over_rntuple", hue="reader", ax=axes[0])
+    _bars(axes[0], ratio, "ttree_over_rntuple", "TTree wall / RNTuple wall", hue="reader",
+          median=False)  # fmt: skip
     axes[0].axhline(1.0, color="black", linewidth=1)
-    axes[0].set(xlabel="protocol", ylabel="TTree wall / RNTuple wall")
-    if axes[0].get_legend():
-        axes[0].get_legend().remove()
-    _legend_below(fig, axes[0], ratio["reader"].nunique())
-    show.figure(
+    _show_with_legend_below(
         fig,
+        axes[0],
+        ratio["reader"].nunique(),
         "format_ratio",
         "TTree against RNTuple per protocol: TTree's wall time over RNTuple's at the same cache "
         "state and engine (above 1: RNTuple is faster).",
