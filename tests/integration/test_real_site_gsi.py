@@ -1,14 +1,19 @@
-"""A real site as a grid site runs it: XRootD with GSI authentication, CA, host and user
-certificates made with openssl, a proxy from ``xrdgsiproxy init``. Sweep jobs (``--runtime
-none``) read through root:// with the proxy exported; without it, records and preflight say
-authentication and name the fix; records keep the proxy's subject and expiry, never its content.
+"""A real site as WLCG sites run one (tests/integration/grid_site.py): XRootD with GSI only on
+root://, XrdHttp over TLS taking the proxy as client certificate, a grid-mapfile and an authdb;
+CA, host and user certificates and SHA-256 proxies made with openssl.
+
+Against it, as an admin would: ``instore site upload`` places the study's files through root://
+and https (a second upload skips them all), ``instore site preflight`` says ok, then names in one
+line each fault (no proxy, expired proxy, SHA-1 proxy on https, CA not trusted, missing file,
+changed file) before anything is measured; a sweep of the cache and protocols sections in the
+payload image reads through root://, https and stage-in with both engines, 0 jobs failed, and
+the site's report pages are built from it. Records keep the proxy's subject, never its content.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -19,27 +24,36 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from instore.cli import main
 from instore.errors import InstoreError
 from instore.study import load_study
+from instore.study.files import replica_name
+from instore.summary.command import summarize, write
 from instore.sweep import runner
 
-from tests.conftest import write_real_site
-from tests.integration.gsi_pki import _answers, _free_port, _pki
+from tests.integration.grid_site import Pki, Server, grid_security, make_pki, needs_tools
+from tests.integration.grid_site import xrootd_server as serve
 
 pytestmark = pytest.mark.integration
 
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 STUDY = {
     "profile": "t",
     "profiles": {
         "t": {
-            "sites": ["gsi"],
+            "sites": ["grid"],
             "files": {"size_mb": 9, "replicas": 1, "seed": 7, "cluster_mb": 2},
             "retries": 0,
-            "timeout_s": 120,
+            "timeout_s": 180,
             "sections": {
+                "cache": {
+                    "layout": ["ordered"],
+                    "cache_mb": [0, "default"],
+                    "protocol": ["xrootd"],
+                },
                 "protocols": {
                     "layout": ["ordered"],
-                    "protocol": ["xrootd"],
+                    "protocol": ["xrootd", "http", "stage-in"],
                     "engine": ["root", "uproot"],
                 },
             },
@@ -49,149 +63,220 @@ STUDY = {
 
 
 @dataclass(frozen=True)
-class GsiServer:
-    port: int
-    proxy: Path
-    certdir: Path
-    data: Path
-    root: Path
+class Grid:
+    pki: Pki
+    server: Server
+    data: Path  # the local copies (the study's file names)
+    site: Path  # the site file
 
-    @property
-    def endpoint(self) -> str:
-        return f"root://localhost:{self.port}//{{file}}"
+    def env(self, **over: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("X509_", "BEARER_"))}
+        env.update(X509_USER_PROXY=str(self.pki.proxy), X509_CERT_DIR=str(self.pki.certdir),
+                   XDG_RUNTIME_DIR=str(self.pki.root), XRD_CONNECTIONRETRY="1")  # fmt: skip
+        env.update(over)
+        return env
 
 
 @pytest.fixture(scope="module")
-def gsi_server(small_files: dict[str, Path]) -> Iterator[GsiServer]:
-    """XRootD 5.5 (Debian's) with GSI only, serving the small files; stopped by PID after."""
-    for tool in ("xrootd", "xrdgsiproxy", "xrdfs", "openssl"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed (make system)")
-    if os.geteuid() != 0:
-        pytest.skip("xrootd -R xrootd needs root")
-    root = Path(tempfile.mkdtemp(prefix="instore-gsi-"))
-    root.chmod(0o755)  # the xrootd user reads the data and the host certificate
-    proc = None
+def grid(small_files: dict[str, Path]) -> Iterator[Grid]:
+    """The grid site, its PKI, the local copies and a site file; the server stopped by PID."""
+    needs_tools()
+    root = Path(tempfile.mkdtemp(prefix="instore-grid-"))
+    root.chmod(0o755)  # the xrootd user reads the host certificate and the data
     try:
-        certdir, proxy = _pki(root)
-        data, run = root / "data", root / "run"
+        pki_dir = root / "pki"
+        pki_dir.mkdir(mode=0o755)
+        pki = make_pki(pki_dir)
+        data = root / "files"
         data.mkdir()
-        run.mkdir()
-        shutil.chown(run, "xrootd")
-        shutil.copy(small_files["ordered"], data / "ordered-r0.root")
-        port = _free_port()
-        conf = root / "xrootd.cfg"
-        conf.write_text(
-            f"xrd.port {port}\nall.export /\noss.localroot {data}\n"
-            f"all.adminpath {run}\nall.pidpath {run}\nxrootd.seclib libXrdSec.so\n"
-            f"sec.protocol gsi -certdir:{certdir} -cert:{root / 'hostcert.pem'} "
-            f"-key:{root / 'hostkey.pem'} -crl:0 -gmapopt:0 -vomsat:0 -dlgpxy:0 -ca:1\n"
-            "sec.protbind * only gsi\n"
-        )
-        log = run / "xrootd.log"
-        proc = subprocess.Popen(["xrootd", "-R", "xrootd", "-c", str(conf), "-l", str(log)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-        if not _answers(port, proc.pid):
-            pytest.fail(f"xrootd did not start: {log.read_text()[-2000:] if log.exists() else ''}")
-        yield GsiServer(port, proxy, certdir, data, root)
+        shutil.copy(small_files["ordered"], data / replica_name("ordered", 0))
+        with serve(root / "se", grid_security(pki)) as server:
+            site = root / "grid.yaml"
+            site.write_text(yaml.safe_dump({
+                "name": "grid", "kind": "real", "profile": "local-disk",
+                "description": "GSI XRootD and XrdHttp over TLS on loopback, as a site runs them",
+                "workers": {"nodes": 1, "cores": 2}, "auth": "x509",
+                "endpoints": {"xrootd": server.url("root"), "http": server.url("https"),
+                              "stage-in": server.url("root")},
+                "calibration": {"file": replica_name("ordered", 0)},
+            }))  # fmt: skip
+            yield Grid(pki, server, data, site)
     finally:
-        if proc is not None and proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _site(server: GsiServer, tmp: Path, auth: str | None = None) -> Path:
-    path = write_real_site(tmp / "gsi.yaml", {"xrootd": server.endpoint}, name="gsi")
-    data = yaml.safe_load(path.read_text())
-    data["calibration"] = {"file": "ordered-r0.root"}
-    if auth:
-        data["auth"] = auth
-    path.write_text(yaml.safe_dump(data))
-    return path
+def _cli(grid: Grid, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "instore.cli", *args], capture_output=True,
+                          text=True, timeout=300, env=grid.env(**env))  # fmt: skip
 
 
-def _credentials(monkeypatch: pytest.MonkeyPatch, server: GsiServer, proxy: Path) -> None:
-    for name in ("BEARER_TOKEN", "BEARER_TOKEN_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(server.root / "run"))
-    monkeypatch.setenv("X509_USER_PROXY", str(proxy))
-    monkeypatch.setenv("X509_CERT_DIR", str(server.certdir))
-    monkeypatch.setenv("XRD_CONNECTIONRETRY", "1")
+def _preflight(grid: Grid, *extra: str, **env: str) -> list[str]:
+    """The preflight's failure lines (empty: ok); asserts its verdict matches them."""
+    proc = _cli(grid, "site", "preflight", str(grid.site), "--data", str(grid.data), *extra, **env)
+    lines = proc.stderr.strip().splitlines()
+    assert lines and lines[0].startswith("credentials: "), proc.stderr
+    verdict = "ok" if proc.returncode == 0 else "FAILED"
+    assert lines[-1] == f"site grid: {verdict}", proc.stderr
+    return lines[1:-1]  # the first says what the jobs hold
 
 
-def _sweep(
-    server: GsiServer, tmp: Path, auth: str | None = None, runtime: str = "none"
-) -> pd.DataFrame:
-    tmp.mkdir(exist_ok=True)
-    (tmp / "study.yaml").write_text(yaml.safe_dump(STUDY))
+@pytest.fixture(scope="module")
+def uploaded(grid: Grid) -> Grid:
+    """The study's files placed by `instore site upload` through both endpoints."""
+    first = _cli(grid, "site", "upload", str(grid.site), "--data", str(grid.data),
+                 "--results", str(grid.pki.root / "results"), "--no-progress")  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    # root:// copies it; https then finds the same file there, equal (one namespace).
+    assert "1 copied, 1 already there and equal" in first.stderr, first.stderr
+    name = replica_name("ordered", 0)
+    assert (grid.server.data / name).read_bytes() == (grid.data / name).read_bytes()
+    return grid
+
+
+def test_a_second_upload_skips_every_file(uploaded: Grid) -> None:
+    again = _cli(uploaded, "site", "upload", str(uploaded.site), "--data", str(uploaded.data),
+                 "--results", str(uploaded.pki.root / "results"), "--no-progress")  # fmt: skip
+    assert again.returncode == 0 and "0 copied, 2 already there and equal" in again.stderr
+    marker = (uploaded.pki.root / "results" / "grid" / "upload.json").read_text()
+    assert str(uploaded.pki.proxy) not in marker and "BEGIN" not in marker
+
+
+def test_preflight_opens_the_files_through_root_and_https(uploaded: Grid) -> None:
+    proc = _cli(uploaded, "site", "preflight", str(uploaded.site), "--data", str(uploaded.data),
+                "--all")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("credentials: X.509 proxy /DC=test/CN=Instore Test User/CN=11, ")
+    assert first.endswith("m left")
+
+
+def test_preflight_without_a_proxy_stops_before_the_network(uploaded: Grid) -> None:
+    lines = _preflight(uploaded, X509_USER_PROXY=str(uploaded.pki.root / "none"))
+    assert lines == [f"credentials: no X.509 proxy at {uploaded.pki.root / 'none'} "
+                     f"(X509_USER_PROXY={uploaded.pki.root / 'none'}) -- create one with "
+                     "voms-proxy-init (or xrdgsiproxy init) and export X509_USER_PROXY"]  # fmt: skip
+
+
+def test_preflight_with_an_expired_proxy_says_when_it_expired(uploaded: Grid) -> None:
+    lines = _preflight(uploaded, X509_USER_PROXY=str(uploaded.pki.expired_proxy))
+    assert len(lines) == 1
+    assert lines[0].startswith(f"credentials: X.509 proxy {uploaded.pki.expired_proxy} expired "
+                               "at 2020-01-02T00:00:00")  # fmt: skip
+    assert "renew it with voms-proxy-init" in lines[0]
+
+
+def test_preflight_with_a_sha1_proxy_names_the_digest_for_https_only(uploaded: Grid) -> None:
+    """GSI takes xrdgsiproxy's SHA-1 proxy; OpenSSL 3 will not present it over TLS."""
+    lines = _preflight(uploaded, X509_USER_PROXY=str(uploaded.pki.sha1_proxy))
+    assert len(lines) == 1 and lines[0].startswith("http https://localhost:"), lines
+    assert "is signed with SHA1, which OpenSSL refuses as a TLS client certificate" in lines[0]
+    assert "voms-proxy-init" in lines[0]
+
+
+def test_preflight_with_the_ca_not_trusted_names_the_issuer(uploaded: Grid, tmp_path: Path) -> None:
+    lines = _preflight(uploaded, X509_CERT_DIR=str(tmp_path))  # a CA directory without ours
+    by_protocol = {line.split(" ", 1)[0]: line for line in lines}
+    assert set(by_protocol) == {"http", "xrootd", "stage-in"}, lines
+    assert ("TLS: the server's certificate is issued by /DC=test/CN=Instore Test CA, which "
+            f"neither the system nor X509_CERT_DIR ({tmp_path}) trusts") in by_protocol["http"]  # fmt: skip
+    for proto in ("xrootd", "stage-in"):
+        assert (f"GSI: the server's host certificate is issued by a CA that X509_CERT_DIR "
+                f"({tmp_path}) does not hold") in by_protocol[proto]  # fmt: skip
+    assert all("renew" not in line and "refused X.509 proxy" not in line for line in lines)
+
+
+def test_preflight_names_a_missing_file(uploaded: Grid) -> None:
+    lines = _preflight(uploaded, "--file", "absent-r0.root")
+    assert len(lines) == 3  # xrootd, stage-in (root://) and http
+    for line in lines:
+        assert "absent-r0.root: no such file there -- put the test files in place" in line
+
+
+def test_preflight_names_a_changed_file_by_its_checksum(uploaded: Grid) -> None:
+    name = replica_name("ordered", 0)
+    remote = uploaded.server.data / name
+    good = remote.read_bytes()
+    try:
+        remote.write_bytes(good[:100] + bytes(len(good) - 100))  # same size, other bytes
+        lines = _preflight(uploaded)
+    finally:
+        remote.write_bytes(good)
+    assert len(lines) == 3, lines  # xrootd, stage-in (root://) and http
+    for line in lines:
+        assert "adler32 of " in line and f"//{name} is 0x" in line
+        assert line.endswith("the copy is corrupt; remove it and rerun upload")
+
+
+def test_a_sweep_refuses_to_start_on_an_expired_proxy(
+    uploaded: Grid, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("X509_USER_PROXY", str(uploaded.pki.expired_proxy))
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
     opts = runner.SweepOptions(
-        study=load_study(tmp / "study.yaml"),
-        site=str(_site(server, tmp, auth)),
-        sections=["protocols"],
-        data=server.data,
-        results=tmp / "results",
-        scratch=tmp / "scratch",
-        runtime=runtime,
-        progress=False,
+        study=load_study(tmp_path / "study.yaml"), site=str(uploaded.site), sections=["cache"],
+        data=uploaded.data, results=tmp_path / "results", scratch=tmp_path / "scratch",
+        runtime="none", progress=False,
+    )  # fmt: skip
+    with pytest.raises(InstoreError, match=r"site grid needs x509 credentials: X\.509 proxy"):
+        runner.run_site(opts)
+    assert not (tmp_path / "results" / "grid" / "records.jsonl").exists(), "no job started"
+
+
+def test_upload_without_a_proxy_is_refused_before_copying(uploaded: Grid) -> None:
+    proc = _cli(uploaded, "site", "upload", str(uploaded.site), "--data", str(uploaded.data),
+                "--no-progress", X509_USER_PROXY=str(uploaded.pki.root / "none"))  # fmt: skip
+    assert proc.returncode != 0
+    assert (
+        "site grid needs x509 credentials: no X.509 proxy" in proc.stderr.strip().splitlines()[-1]
     )
+
+
+def _report(results: Path, out: Path, data: Path) -> list[Path]:
+    """What the report rules run for the measured sections: summary, notebooks, pages."""
+    write(results, "grid", *summarize(results, "grid"))
+    params = ["-p", "site=grid", "-p", f"results={results}", "-p", f"data={data}"]
+    pages = []
+    for name in ("cache", "protocols"):
+        executed, page = out / f"{name}.ipynb", out / f"{name}.html"
+        assert main(["report", "execute", str(NOTEBOOKS / f"{name}.ipynb"), "--out",
+                     str(executed), *params]) == 0  # fmt: skip
+        assert main(["report", "render", str(executed), "--out", str(page)]) == 0
+        pages.append(page)
+    return pages
+
+
+def test_a_sweep_in_the_payload_image_reads_root_https_and_stage_in_with_both_engines(
+    uploaded: Grid, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, payload_image: dict
+) -> None:
+    """The proxy and CA directory are bound read-only into each container, the variables
+    point at them inside; every job reads, the records name the proxy's subject and the http
+    client, and the site's report pages are built from them."""
+    for key, value in uploaded.env().items():
+        if key.startswith(("X509_", "XDG_", "XRD_")):
+            monkeypatch.setenv(key, value)
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
+    opts = runner.SweepOptions(
+        study=load_study(tmp_path / "study.yaml"), site=str(uploaded.site),
+        sections=["cache", "protocols"], data=uploaded.data, results=tmp_path / "results",
+        scratch=tmp_path / "scratch", runtime="podman", progress=False,
+    )  # fmt: skip
     summary = runner.run_site(opts)
-    return pd.read_parquet(summary.tables["protocols"])
-
-
-def _preflight(site: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "instore.cli", "site", "preflight", str(site)],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
-
-
-def test_jobs_read_through_gsi_with_the_proxy_and_record_who_not_what(
-    gsi_server: GsiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _credentials(monkeypatch, gsi_server, gsi_server.proxy)
-    table = _sweep(gsi_server, tmp_path, auth="x509")
-    assert set(table["engine"]) == {"root", "uproot"}
-    failed = table.loc[table["status"] != "ok", ["engine", "error"]].to_dict("records")
-    assert not failed, f"both engines read through GSI: {failed}"
-    records = (tmp_path / "results" / "gsi" / "records.jsonl").read_text()
-    assert "/DC=test/CN=Instore Test User" in records and '"expires"' in records
-    secret = [ln for ln in gsi_server.proxy.read_text().splitlines() if not ln.startswith("---")]
+    tables = {s: pd.read_parquet(summary.tables[s]) for s in ("cache", "protocols")}
+    protocols = tables["protocols"]
+    assert set(protocols["protocol"]) == {"xrootd", "http", "stage-in"}
+    assert set(protocols["engine"]) == {"root", "uproot"}
+    for section, table in tables.items():
+        assert set(table["runtime"]) == {"podman"}, section
+        failed = table.loc[table["status"] != "ok", ["protocol", "engine", "error"]]
+        assert failed.empty, f"{section}: {failed.to_dict('records')}"
+    http = protocols[protocols["protocol"] == "http"].set_index("engine")["http_client"]
+    assert http["root"].startswith("XrdClHttp ") and "X.509 proxy" in http["root"]
+    assert "X.509 proxy" in http["uproot"]
+    records = (tmp_path / "results" / "grid" / "records.jsonl").read_text()
+    assert "/DC=test/CN=Instore Test User/CN=11" in records
+    assert str(uploaded.pki.proxy) not in records, "not even the proxy's path is recorded"
+    secret = [ln for ln in uploaded.pki.proxy.read_text().splitlines() if "-----" not in ln]
     assert not any(line in records for line in secret), "no proxy content in the records"
-    assert _preflight(_site(gsi_server, tmp_path)).stderr.strip().endswith("site gsi: ok")
-
-
-def test_jobs_in_the_payload_image_read_through_gsi_with_the_proxy_bound_in(
-    gsi_server: GsiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, payload_image: dict
-) -> None:
-    """In podman the proxy and CA directory are bound read-only and the variables point at
-    them inside: both engines read, and the records name the runtime and the proxy's subject."""
-    _credentials(monkeypatch, gsi_server, gsi_server.proxy)
-    table = _sweep(gsi_server, tmp_path, auth="x509", runtime="podman")
-    assert set(table["runtime"]) == {"podman"} and set(table["engine"]) == {"root", "uproot"}
-    failed = table.loc[table["status"] != "ok", ["engine", "error"]].to_dict("records")
-    assert not failed, f"both engines read through GSI inside the image: {failed}"
-    records = (tmp_path / "results" / "gsi" / "records.jsonl").read_text()
-    assert "/DC=test/CN=Instore Test User" in records
-    assert str(gsi_server.proxy) not in records, "not even the proxy's path is recorded"
-
-
-def test_without_the_proxy_jobs_and_preflight_say_authentication_and_the_fix(
-    gsi_server: GsiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    missing = tmp_path / "no-proxy"
-    _credentials(monkeypatch, gsi_server, missing)
-    table = _sweep(gsi_server, tmp_path)
-    assert (table["status"] == "failed").all()
-    for error in table["error"]:
-        assert error.startswith("authentication refused by root://localhost"), error
-        assert "no valid X.509 proxy found (X509_USER_PROXY=" in error, "the job names it"
-        assert "voms-proxy-init" in error
-        assert "regenerate" not in error and "not a ROOT file" not in error
-    proc = _preflight(_site(gsi_server, tmp_path))
-    assert proc.returncode == 1
-    assert "xrootd root://localhost" in proc.stderr and "authentication refused" in proc.stderr
-    with pytest.raises(InstoreError, match=r"site gsi needs x509 credentials: no X\.509 proxy"):
-        _sweep(gsi_server, tmp_path / "x", auth="x509")
+    for page in _report(tmp_path / "results", tmp_path / "reports", uploaded.data):
+        html = page.read_text()
+        assert "grid" in html and "Traceback" not in html

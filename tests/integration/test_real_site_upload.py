@@ -1,7 +1,7 @@
-"""`instore site upload` against real XRootD 5.5 servers computing adler32 (xrootd.chksum):
-a plain one (root:// and XrdHttp, no auth: xrdcp and HTTP PUT) and a GSI one with the proxy.
-Files land, checksums are verified, a second upload skips everything, a corrupt remote copy
-stops it in one line. The root engine then reads the uploaded file over http through
+"""`instore site upload` against a plain XRootD 5.5 server computing adler32 (xrootd.chksum):
+root:// and XrdHttp, no auth (xrdcp and HTTP PUT); the GSI and https case is in
+test_real_site_gsi.py. Files land, checksums are verified, a second upload skips everything,
+a corrupt remote copy stops it in one line. The root engine then reads the uploaded file over http through
 XrdClHttp and through TWebFile, both counted."""
 
 from __future__ import annotations
@@ -9,12 +9,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,49 +21,15 @@ from instore.site import upload
 from instore.site.config import load_site
 
 from tests.conftest import write_real_site
-from tests.integration.gsi_pki import _answers, _free_port, _pki
+from tests.integration.grid_site import needs_tools
+from tests.integration.grid_site import xrootd_server as serve
 
 pytestmark = pytest.mark.integration
 
 
-@contextmanager
-def _xrootd(root: Path, extra: str) -> Iterator[tuple[int, int, Path]]:
-    """XRootD (and XrdHttp) over a writable directory, computing adler32; stopped by PID."""
-    data, run = root / "data", root / "run"
-    root.mkdir(mode=0o755)
-    data.mkdir()
-    run.mkdir()
-    for d in (data, run):
-        shutil.chown(d, "xrootd")
-    port, hport = _free_port(), _free_port()
-    conf = root / "xrootd.cfg"
-    conf.write_text(f"xrd.port {port}\nall.export /\noss.localroot {data}\nall.adminpath {run}\n"
-                    f"all.pidpath {run}\nxrootd.chksum adler32\n"
-                    f"xrd.protocol XrdHttp:{hport} libXrdHttp.so\n{extra}")  # fmt: skip
-    log = run / "xrootd.log"
-    proc = subprocess.Popen(["xrootd", "-R", "xrootd", "-c", str(conf), "-l", str(log)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        if not _answers(port, proc.pid):
-            pytest.fail(f"xrootd did not start: {log.read_text()[-2000:] if log.exists() else ''}")
-        yield port, hport, data
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def root_dir() -> Iterator[Path]:
-    for tool in ("xrootd", "xrdcp", "xrdfs", "xrdgsiproxy", "openssl"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed (make system)")
-    if os.geteuid() != 0:
-        pytest.skip("xrootd -R xrootd needs root")
+    needs_tools()
     root = Path(tempfile.mkdtemp(prefix="instore-upload-"))
     root.chmod(0o755)
     try:
@@ -94,7 +58,8 @@ def test_upload_to_plain_xrootd_and_xrdhttp_then_read_over_http(
 ) -> None:
     _no_credentials(monkeypatch, root_dir)
     files = [small_files["ordered"], small_files["ordered-r1"]]
-    with _xrootd(root_dir / "plain", "") as (port, hport, data):
+    with serve(root_dir / "plain") as server:
+        port, hport, data = server.port, server.http_port, server.data
         site = load_site(write_real_site(root_dir / "plain.yaml", {
             "xrootd": f"root://localhost:{port}//x/{{file}}",
             "http": f"http://localhost:{hport}//h/{{file}}",
@@ -129,32 +94,3 @@ def test_upload_to_plain_xrootd_and_xrdhttp_then_read_over_http(
         assert line.startswith(f"adler32 of http://localhost:{hport}//h/{files[1].name} is 0x")
         assert line.endswith("the copy is corrupt; remove it and rerun upload")
         assert "\n" not in line
-
-
-def test_upload_through_gsi_with_the_proxy(
-    root_dir: Path, small_files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pki = root_dir / "pki"
-    pki.mkdir()
-    pki.chmod(0o755)
-    certdir, proxy = _pki(pki)
-    gsi = (f"xrootd.seclib libXrdSec.so\nsec.protocol gsi -certdir:{certdir} "
-           f"-cert:{pki / 'hostcert.pem'} -key:{pki / 'hostkey.pem'} -crl:0 -gmapopt:0 "
-           "-vomsat:0 -dlgpxy:0 -ca:1\nsec.protbind * only gsi\n")  # fmt: skip
-    files = [small_files["ordered"]]
-    with _xrootd(root_dir / "gsi", gsi) as (port, _hport, data):
-        path = write_real_site(root_dir / "gsi.yaml",
-                               {"xrootd": f"root://localhost:{port}//{{file}}"}, name="gsi")  # fmt: skip
-        path.write_text(path.read_text() + "auth: x509\n")
-        site = load_site(path)
-        _no_credentials(monkeypatch, root_dir)
-        with pytest.raises(InstoreError, match=r"site gsi needs x509 credentials: no X\.509 proxy"):
-            upload.upload(site, files)
-        monkeypatch.setenv("X509_USER_PROXY", str(proxy))
-        monkeypatch.setenv("X509_CERT_DIR", str(certdir))
-        first = upload.upload(site, files)
-        assert [f["action"] for f in first["files"]] == ["copied"]  # type: ignore[index]
-        assert (data / files[0].name).read_bytes() == files[0].read_bytes()
-        again = upload.upload(site, files)
-        assert [f["action"] for f in again["files"]] == ["present"]  # type: ignore[index]
-        assert str(proxy) not in json.dumps(again)

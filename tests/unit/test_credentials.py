@@ -148,3 +148,40 @@ def test_other_errors_pass_unchanged() -> None:
     assert credentials.explain("/data/f.root", "Auth failed") == "Auth failed", "local: as is"
     assert credentials.explain("root://h//f", "short read at offset 3") == "short read at offset 3"
     assert credentials.explain("root://h//f", None) is None
+
+
+def test_held_says_the_proxy_subject_and_time_left_never_the_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proxy = make_proxy(tmp_path / "x509up")
+    now = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+    expires = now + dt.timedelta(hours=3, minutes=7, seconds=30)
+    monkeypatch.setattr(
+        credentials, "proxy_info", lambda p: credentials.ProxyInfo("/CN=u", expires)
+    )
+    creds = credentials.Credentials(proxy, True, tmp_path, None, token=TOKEN)
+    assert credentials.held(creds, now) == "X.509 proxy /CN=u, 3h07m left and a bearer token"
+    bare = credentials.Credentials(tmp_path / "none", False, None, None)
+    assert credentials.held(bare, now) == "no credential"
+
+
+@pytest.mark.parametrize(("digest", "weak"), [("sha1", True), ("sha256", False)])
+def test_a_proxy_signed_with_sha1_is_named_as_unusable_over_https(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, digest: str, weak: bool
+) -> None:
+    """xrdgsiproxy 5.5 signs proxies with SHA-1, which OpenSSL 3 will not present over TLS:
+    the refusal names the digest, not the server, so the admin makes a new proxy."""
+    key, cert = tmp_path / "k.pem", tmp_path / "x509up"
+    cmd = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+           "-out", str(cert), f"-{digest}", "-subj", "/CN=u", "-days", "1"]  # fmt: skip
+    subprocess.run(cmd, check=True, capture_output=True)
+    assert credentials.proxy_digest(cert) == digest
+    line = credentials.weak_proxy_line(cert)
+    assert (line is not None) == weak
+    if weak:
+        assert "signed with SHA1" in str(line) and "voms-proxy-init" in str(line)
+    monkeypatch.setenv("X509_USER_PROXY", str(cert))
+    monkeypatch.setenv("X509_CERT_DIR", str(tmp_path))
+    hint = credentials.auth_hint("https://se.example.org//f.root")
+    assert ("signed with SHA1" in hint) == weak
+    assert "signed with" not in credentials.auth_hint("root://se.example.org//f.root")

@@ -15,6 +15,7 @@ from instore.cli import main
 from instore.errors import InstoreError
 from instore.site import live as live_module
 from instore.site import open_site
+from instore.site import real as real_module
 from instore.site.live import LiveSite
 
 from tests.conftest import write_real_site
@@ -85,5 +86,9 @@ def test_preflight_asks_the_site_with_its_own_timeout(
     path.write_text(yaml.safe_dump(data))
     asked: list[tuple[dict[str, str], float]] = []
     monkeypatch.setattr(live_module, "check_all", lambda eps, t: asked.append((eps, t)) or [])
+    verified: list[tuple[str, list[str], float]] = []
+    monkeypatch.setattr(real_module, "verify_endpoint",
+                        lambda tmpl, files, t: verified.append((tmpl, [f.name for f in files], t)))  # fmt: skip
     assert main(["site", "preflight", str(path)]) == 0
     assert asked == [({"posix": f"{tmp_path}/store/{{file}}"}, 0.5)]
+    assert verified == [(f"{tmp_path}/store/{{file}}", ["cal.bin"], 0.5)]

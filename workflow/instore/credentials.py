@@ -36,9 +36,13 @@ INSIDE = "/instore/creds"  # where a container sees the credentials
 RENEW_PROXY = "renew it with voms-proxy-init or xrdgsiproxy init"
 CREATE_PROXY = "create one with voms-proxy-init (or xrdgsiproxy init) and export X509_USER_PROXY"
 GET_TOKEN = "get one (e.g. oidc-token or htgettoken) and export BEARER_TOKEN_FILE"
+# OpenSSL 3 (security level 1 and up) refuses a client certificate signed with these, so an
+# https server never sees such a proxy; xrdgsiproxy 5.5 signs with sha1, voms-proxy-init sha256.
+WEAK_DIGESTS = ("md5", "sha1")
+SHA256_PROXY = "make a proxy signed with SHA-256: voms-proxy-init does (xrdgsiproxy 5.5 uses SHA-1)"
 # What storage says when it refuses a client's identity.
 _AUTH_REFUSED = re.compile(
-    r"auth(entication)? failed|no protocols left to try|not authori[sz]ed|unauthori[sz]ed"
+    r"auth(entication)? (failed|refused)|no protocols left to try|not authori[sz]ed|unauthori[sz]ed"
     r"|\bHTTP (401|403)\b|\[3010\]",
     re.IGNORECASE,
 )
@@ -63,6 +67,28 @@ class Credentials:
     def kind(self) -> str | None:
         kinds = [k for k, has in (("x509", self.proxy_found), ("token", self.token)) if has]
         return "+".join(kinds) or None
+
+
+def proxy_digest(path: Path) -> str | None:
+    """The hash the proxy's certificate is signed with (``sha1``, ``sha256``...; None:
+    unreadable). Asked only when explaining a refusal, so one openssl call is cheap enough."""
+    try:
+        proc = subprocess.run(["openssl", "x509", "-in", str(path), "-noout", "-text"],
+                              capture_output=True, text=True, timeout=20, check=False)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"Signature Algorithm:\s*(\w+?)With", proc.stdout)
+    return found.group(1).lower() if found else None
+
+
+def weak_proxy_line(path: Path) -> str | None:
+    """Why an https server cannot be shown this proxy, if its signature is too weak for the
+    system's OpenSSL (None: it is not)."""
+    digest = proxy_digest(path)
+    if digest not in WEAK_DIGESTS:
+        return None
+    return (f"X.509 proxy {path} is signed with {digest.upper()}, which OpenSSL refuses as a "
+            f"TLS client certificate, so https servers never see it; {SHA256_PROXY}")  # fmt: skip
 
 
 def _uid() -> int:
@@ -191,13 +217,31 @@ def describe(creds: Credentials | None = None) -> dict[str, str | None] | None:
     return out
 
 
+def held(creds: Credentials | None = None, now: dt.datetime | None = None) -> str:
+    """What this process holds, for a person to read: the proxy's subject and time left, and
+    whether a token is there (never its value)."""
+    creds = creds or discover()
+    parts = []
+    if creds.proxy_found:
+        info = proxy_info(creds.proxy)
+        if info.expires is not None:
+            left = info.expires - (now or dt.datetime.now(dt.UTC))
+            hours, rest = divmod(max(0, int(left.total_seconds())), 3600)
+            parts.append(f"X.509 proxy {info.subject}, {hours}h{rest // 60:02d}m left")
+        else:
+            parts.append(f"X.509 proxy {creds.proxy} (unreadable)")
+    if creds.token is not None:
+        parts.append("a bearer token")
+    return " and ".join(parts) or "no credential"
+
+
 def problem(auth: str, creds: Credentials | None = None) -> InstoreError | None:
     """Why jobs cannot authenticate as a site with ``auth`` needs (None: they can)."""
     creds = creds or discover()
     if auth == "x509":
         if not creds.proxy_found:
-            return InstoreError(f"no X.509 proxy at {creds.proxy} ({PROXY_ENV} "
-                                f"{'=' + str(creds.proxy) if os.environ.get(PROXY_ENV) else 'unset'})",
+            return InstoreError(f"no X.509 proxy at {creds.proxy} ({PROXY_ENV}"
+                                f"{'=' + str(creds.proxy) if os.environ.get(PROXY_ENV) else ' unset'})",
                                 CREATE_PROXY)  # fmt: skip
         info = proxy_info(creds.proxy)
         if info.expired():
@@ -305,6 +349,9 @@ def auth_hint(url: str, creds: Credentials | None = None) -> str:
             return (
                 f"no CA certificate directory ({CERT_DIR_ENV}); install the grid CAs or export it"
             )
+        weak = weak_proxy_line(creds.proxy) if https else None
+        if weak:
+            return weak
         return (f"the server refused X.509 proxy {creds.proxy} (subject {info.subject}); "
                 "check it is mapped/authorised there, or renew it with the right VO (voms-proxy-init)")  # fmt: skip
     if urlsplit(url).scheme.startswith("http") and not https:

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from instore.urls import HTTP_SCHEMES
+
 RECORD_VERSION = 1
 _PACKAGES = ("instore", "root", "uproot", "awkward", "numpy", "xrootd")
 # Only these environment variables are recorded; never the whole environment (credentials).
@@ -124,7 +126,6 @@ class Measurement:
     object_name: str = ""  # its path in the file (a TTree's or an RNTuple's, e.g. analysis/nominal)
 
 
-HTTP_SCHEMES = ("http", "https", "dav", "davs")
 UPROOT_HTTP_CLIENT = "urllib3 multi-range GET (instore's uproot source), X.509 proxy and token"
 
 

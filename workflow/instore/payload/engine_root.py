@@ -19,26 +19,21 @@ from instore.payload.pattern import Pattern, bytes_needed, entry_selection, sele
 from instore.payload.result import EngineResult
 from instore.payload.source.file import is_local, local_path
 from instore.rootenv import declare, root, xrdclhttp, xrdclhttp_available
+from instore.urls import HTTP_SCHEMES, http_url
 
 TWEBFILE_NO_AUTH = ("the root engine's HTTP client (TWebFile) cannot authenticate: "
                     "use the uproot engine or xrootd for this site")  # fmt: skip
 
 
 def is_http(url: str) -> bool:
-    return urlsplit(url).scheme in ("http", "https", "dav", "davs")
-
-
-def _http_url(url: str) -> str:
-    """davs:// is https:// to XrdClHttp's URL patterns."""
-    scheme, rest = url.split(":", 1)
-    return {"dav": "http", "davs": "https"}.get(scheme, scheme) + ":" + rest
+    return urlsplit(url).scheme in HTTP_SCHEMES
 
 
 def _open_http(url: str) -> Any:
     """http(s) through XrdClHttp where it is installed, else TWebFile; a TWebFile that cannot
     open a URL while the job holds a grid credential says it could not have sent it."""
     if xrdclhttp_available():
-        f = xrdclhttp().XrdClHttpFile(_http_url(url))
+        f = xrdclhttp().XrdClHttpFile(http_url(url))  # davs:// is https:// to XrdClHttp
         if f.IsZombie():
             reason = str(f.open_error)
             raise InstoreError(f"{url}: XrdClHttp could not open it ({reason})",

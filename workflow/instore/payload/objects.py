@@ -47,6 +47,8 @@ def open_file(url: str, **options: Any) -> Any:
 
     try:
         return uproot.open(url, **options)
+    except InstoreError:  # our own sources say why in one line already (e.g. a credential)
+        raise
     except FileNotFoundError as err:
         raise InstoreError(f"{url}: no such file", "check the path or URL") from err
     except OSError as err:

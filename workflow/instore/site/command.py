@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from instore import credentials
 from instore.errors import InstoreError
 from instore.site import calibrate as calib
 from instore.site import emulated
@@ -16,7 +17,6 @@ from instore.site.config import load_site
 from instore.site.emulated import faults
 from instore.site.emulated.names import SiteNames
 from instore.site.emulated.system import cmdline
-from instore.site.real import RealLive
 from instore.site.session import site_as_it_is, using_site
 
 
@@ -70,14 +70,15 @@ def _status(args: argparse.Namespace) -> int:
 def _preflight(args: argparse.Namespace) -> int:
     cfg = load_site(args.name)
     live = site_as_it_is(cfg)
-    failures = live.preflight()
-    file = args.file or cfg.calibration.file
-    if isinstance(live, RealLive) and file:  # beyond TCP: open the file with the credentials
-        down = {p for p in cfg.endpoints if any(line.startswith(f"{p} ") for line in failures)}
-        failures += live.check_file(file, skip=down)
-    elif isinstance(live, RealLive):
-        print("no file to open: only TCP checked (give --file NAME or set calibration.file)",
-              file=sys.stderr)  # fmt: skip
+    if not cfg.emulated:
+        print(f"credentials: {credentials.held()}", file=sys.stderr)
+    files = [Path(args.data) / f for f in args.file] or (
+        sorted(Path(args.data).glob("*.root")) if args.all
+        else [Path(args.data) / cfg.calibration.file] if cfg.calibration.file else [])  # fmt: skip
+    failures = live.check(files)
+    if not cfg.emulated and not files:
+        print("no file to check: only TCP checked (give --file NAME, --all, or set "
+              "calibration.file)", file=sys.stderr)  # fmt: skip
     for line in failures:
         print(line, file=sys.stderr)
     print(f"site {cfg.name}: {'FAILED' if failures else 'ok'}", file=sys.stderr)
@@ -148,11 +149,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "(default: results)")  # fmt: skip
     status.set_defaults(func=_status)
 
-    pre = sub.add_parser("preflight", help="check every endpoint answers and, for a real site, "
-                         "opens a file with the credentials; one line per failure")  # fmt: skip
+    pre = sub.add_parser("preflight", help="check the credential, that every endpoint answers "
+                         "and, for a real site, that the test files there equal the local copies "
+                         "(size, adler32) and open with the jobs' credentials; one line per "
+                         "failing endpoint, naming the cause")  # fmt: skip
     pre.add_argument("name", help="site name or path")
-    pre.add_argument("--file", help="a file to open through every network endpoint with the "
-                     "jobs' credentials (default: the site's calibration.file)")  # fmt: skip
+    pre.add_argument("--file", action="append", default=[], metavar="NAME",
+                     help="a test file to check behind every endpoint (repeatable; default: the "
+                          "site's calibration.file); compared with DATA/NAME where that exists")  # fmt: skip
+    pre.add_argument("--all", action="store_true", help="check every DATA/*.root")
+    pre.add_argument("--data", default="data/files", help="the local copies (default: data/files)")
     pre.set_defaults(func=_preflight)
 
     cal = sub.add_parser("calibrate", help="measure disk, protocol throughput and RTT")

@@ -7,6 +7,7 @@ Callers ask the live site; they never check whether it is emulated or real.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,11 @@ class LiveSite(ABC):
         """One line per endpoint that does not answer within the site's preflight time-out
         (empty: all answer)."""
         return check_all(self._endpoints(), self.config.preflight_timeout_s)
+
+    def check(self, files: Sequence[Path]) -> list[str]:
+        """The whole preflight before measuring ``files``; one line per failure. An emulated
+        site put the files on its own disk, so its endpoints answering is enough."""
+        return self.preflight()
 
     @abstractmethod
     def drop_caches(self) -> None: ...

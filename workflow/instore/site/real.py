@@ -1,29 +1,31 @@
-"""Real sites: nothing to start. Check the credential the site needs is there and valid, and
-every endpoint answers, before any measurement; say, one line per endpoint, which does not."""
+"""Real sites: nothing to start. Check the credential the site needs is there and valid, that
+every endpoint answers, and that the test files behind each are there, equal to the local
+copies and readable with the jobs' credentials, before any measurement; say, one line per
+endpoint, which does not and why."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from instore import credentials
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig
-from instore.site.endpoints import check_files
 from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
+from instore.site.verify import verify_endpoint
 
 
 class PreflightError(InstoreError):
-    """Some endpoints of a real site do not answer; ``lines`` has one line per endpoint."""
+    """Some endpoints of a real site fail; ``lines`` has one line per endpoint, with its cause."""
 
     def __init__(self, site: SiteConfig, lines: list[str]) -> None:
         self.lines = lines
         super().__init__(
-            f"{site.path}: {len(lines)} endpoint(s) failed preflight: " + "; ".join(lines),
-            "fix or remove those endpoints in the site file, then run `instore site preflight "
-            f"{site.name}`",
+            f"site {site.name}: {len(lines)} endpoint(s) failed preflight: " + "; ".join(lines),
+            f"act on each endpoint's cause, then check with `instore site preflight {site.name}`",
         )
 
 
@@ -48,18 +50,31 @@ class RealLive(LiveSite):
         return dict(self.config.endpoints)
 
     def preflight(self) -> list[str]:
-        """Every endpoint answers, and the credential the site needs (``auth``) is here."""
-        lines = super().preflight()
+        """The credential the site needs (``auth``) is here and valid, checked before any
+        network call (a missing one is the only line), and every endpoint answers."""
         problem = credentials.problem(self.config.auth)
         if problem is not None:
-            lines.insert(0, f"credentials: {problem}")
-        return lines
+            return [f"credentials: {problem}"]
+        return super().preflight()
 
-    def check_file(self, file: str, skip: Collection[str] = ()) -> list[str]:
-        """One line per network endpoint (but those in ``skip``) through which ``file`` cannot
-        be opened with the jobs' credentials (auth refused / no such file / unreachable)."""
-        endpoints = {p: t for p, t in self._endpoints().items() if p not in skip}
-        return check_files(endpoints, file, self.config.preflight_timeout_s)
+    def check(self, files: Sequence[Path]) -> list[str]:
+        """The whole preflight: credential, endpoints, then ``files`` behind those that answer."""
+        failures = self.preflight()
+        if failures and failures[0].startswith("credentials:"):
+            return failures  # no network call with a credential known to be missing
+        down = {p for p in self.config.endpoints if any(f.startswith(f"{p} ") for f in failures)}
+        return failures + self.check_files(files, skip=down)
+
+    def check_files(self, files: Sequence[Path], skip: Collection[str] = ()) -> list[str]:
+        """One line per endpoint (but those in ``skip``) that does not serve ``files`` as they
+        are here (missing, different size or adler32), or through which the first cannot be
+        opened and read with the jobs' credentials. Local paths that do not exist are only
+        looked for there. Endpoints are checked in parallel."""
+        items = sorted((p, t) for p, t in self._endpoints().items() if p not in skip)
+        timeout = self.config.preflight_timeout_s
+        with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
+            causes = list(pool.map(lambda item: verify_endpoint(item[1], files, timeout), items))
+        return [f"{p} {t}: {why}" for (p, t), why in zip(items, causes, strict=True) if why]
 
     def drop_caches(self) -> None:
         """We cannot drop a remote server's cache; drop this node's page cache for the files
@@ -110,11 +125,12 @@ def _fadvise_dontneed(path: Path) -> None:
         os.close(fd)
 
 
-def open_real(site: SiteConfig, files: list[str], results: Path = DEFAULT_RESULTS) -> RealLive:
-    """The real site, once its credential is valid and every endpoint answers."""
+def open_real(site: SiteConfig, files: Sequence[Path], results: Path = DEFAULT_RESULTS) -> RealLive:
+    """The real site, once its credential is valid, every endpoint answers and serves the
+    local ``files`` unchanged."""
     credentials.require(site.auth, site.name)
-    live = RealLive(site, files, results)
-    failures = live.preflight()
+    live = RealLive(site, [f.name for f in files], results)
+    failures = live.check(files)
     if failures:
         raise PreflightError(site, failures)
     return live

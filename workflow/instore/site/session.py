@@ -59,7 +59,7 @@ def open_site(
     cfg = site if isinstance(site, SiteConfig) else load_site(site)
     files = [Path(f) for f in files]
     if not cfg.emulated:
-        yield open_real(cfg, [f.name for f in files], results)
+        yield open_real(cfg, files, results)
         return
     with _sigterm_unwinds():
         live = emulated.bring_up(cfg, files, results)

@@ -24,10 +24,9 @@ from instore import credentials
 from instore.errors import InstoreError
 from instore.record import utc_now
 from instore.site.config import SiteConfig
+from instore.urls import HTTP_SCHEMES, XROOTD_SCHEMES, http_url
 
 CHUNK = 4 << 20
-XROOTD_SCHEMES = ("root", "roots", "xroot", "xroots")
-HTTP_SCHEMES = ("http", "https", "dav", "davs")
 ORDER = ("xrootd", "stage-in", "http", "posix", "fuse", "xcache")  # root:// first: others skip
 _DIGEST = re.compile(r"adler32=([0-9a-fA-F]{1,8})")
 
@@ -130,11 +129,6 @@ def _http_pool(url: str):  # type: ignore[no-untyped-def]
     return urllib3.PoolManager(ssl_context=ssl_context(credentials.discover()), retries=False)
 
 
-def _http_url(url: str) -> str:
-    scheme, rest = url.split(":", 1)
-    return {"dav": "http", "davs": "https"}.get(scheme, scheme) + ":" + rest
-
-
 def _http_headers(url: str) -> dict[str, str]:
     from instore.payload.source.http import auth_headers
 
@@ -148,7 +142,7 @@ def _http_status(url: str, status: int) -> InstoreError:
 
 
 def _stat_http(url: str) -> Remote | None:
-    url = _http_url(url)
+    url = http_url(url)
     headers = {**_http_headers(url), "Want-Digest": "adler32"}
     resp = _http_pool(url).request("HEAD", url, headers=headers, redirect=True, timeout=120)
     if resp.status == 404:
@@ -161,7 +155,7 @@ def _stat_http(url: str) -> Remote | None:
 
 
 def _put_http(local: Path, url: str) -> None:
-    url = _http_url(url)
+    url = http_url(url)
     pool = _http_pool(url)
     headers = {**_http_headers(url), "Content-Length": str(local.stat().st_size)}
     for _ in range(3):  # storage may redirect a PUT to a data server: follow, resending

@@ -7,7 +7,6 @@ CAs of ``X509_CERT_DIR`` trusted besides the system's.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import ssl
 from urllib.parse import urlsplit
@@ -15,6 +14,7 @@ from urllib.parse import urlsplit
 import urllib3
 
 from instore import credentials
+from instore.errors import InstoreError
 
 MAX_RANGES_PER_GET = 64  # keeps the Range header well under server header limits
 _CONTENT_RANGE = re.compile(rb"content-range:\s*bytes\s+(\d+)-(\d+)/", re.IGNORECASE)
@@ -26,9 +26,15 @@ def ssl_context(creds: credentials.Credentials) -> ssl.SSLContext:
     if creds.cert_dir is not None:
         ctx.load_verify_locations(capath=str(creds.cert_dir))
     if creds.proxy_found:
-        # An unreadable proxy is left out: the server then says it wants one.
-        with contextlib.suppress(OSError):
+        try:
             ctx.load_cert_chain(str(creds.proxy))
+        except ssl.SSLError as err:  # readable, but OpenSSL will not present it
+            weak = credentials.weak_proxy_line(creds.proxy)
+            raise InstoreError(weak or f"X.509 proxy {creds.proxy} cannot serve as a TLS client "
+                               f"certificate ({err.reason or err})",
+                               None if weak else credentials.RENEW_PROXY) from err  # fmt: skip
+        except OSError:
+            pass  # an unreadable proxy is left out: the server then says it wants one
     return ctx
 
 
