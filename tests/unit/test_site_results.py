@@ -92,3 +92,15 @@ def test_preflight_asks_the_site_with_its_own_timeout(
     assert main(["site", "preflight", str(path)]) == 0
     assert asked == [({"posix": f"{tmp_path}/store/{{file}}"}, 0.5)]
     assert verified == [(f"{tmp_path}/store/{{file}}", ["cal.bin"], 0.5)]
+
+
+def test_site_status_of_a_name_that_is_no_site_or_a_real_one_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not `up: false`, which reads as an emulated site that is down."""
+    assert main(["site", "status", "nosuchsite"]) == 2
+    assert "nosuchsite.yaml: no such site file" in capsys.readouterr().err
+    assert main(["site", "status", str(real_site(tmp_path))]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("site r is real: nothing of it runs here to report on -- check its "
+                        "endpoints with `instore site preflight r`")  # fmt: skip

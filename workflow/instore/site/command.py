@@ -61,6 +61,11 @@ def _status_of(name: str, results: Path) -> dict[str, Any]:
 
 
 def _status(args: argparse.Namespace) -> int:
+    if args.name:  # a name that is no site, or a real one, is said so, not "up: false"
+        cfg = load_site(args.name)
+        if not cfg.emulated:
+            raise InstoreError(f"site {cfg.name} is real: nothing of it runs here to report on",
+                               f"check its endpoints with `instore site preflight {cfg.name}`")  # fmt: skip
     names = [args.name] if args.name else sorted(emulated.known_sites())
     report = [_status_of(n, Path(args.results)) for n in names]
     print(json.dumps(report, indent=2))
