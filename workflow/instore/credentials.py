@@ -356,7 +356,18 @@ def auth_hint(url: str, creds: Credentials | None = None) -> str:
                 "check it is mapped/authorised there, or renew it with the right VO (voms-proxy-init)")  # fmt: skip
     if urlsplit(url).scheme.startswith("http") and not https:
         return "a bearer token is only sent over https; use an https:// endpoint"
+    if urlsplit(url).scheme.startswith(("root", "xroot")) and _open_to_others(creds.token_file):
+        return (f"bearer token file {creds.token_file} can be read by others, so XRootD's ztn "
+                f"client never sends it; chmod 600 {creds.token_file}")  # fmt: skip
     return f"the server refused the bearer token; {GET_TOKEN} with the scopes it needs"
+
+
+def _open_to_others(path: Path | None) -> bool:
+    """Whether group or others may touch the token file (XrdSecztn then keeps the token)."""
+    try:
+        return path is not None and bool(path.stat().st_mode & 0o077)
+    except OSError:
+        return False
 
 
 def auth_line(url: str, creds: Credentials | None = None) -> str:
