@@ -185,3 +185,23 @@ def test_a_proxy_signed_with_sha1_is_named_as_unusable_over_https(
     hint = credentials.auth_hint("https://se.example.org//f.root")
     assert ("signed with SHA1" in hint) == weak
     assert "signed with" not in credentials.auth_hint("root://se.example.org//f.root")
+
+
+def test_a_dangling_proxy_variable_is_named_when_a_token_is_refused_over_xrootd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The XRootD client cannot set up TLS with X509_USER_PROXY naming no file, and then
+    sends no token: the line says so instead of blaming the token."""
+    token = tmp_path / "bt"
+    token.write_text(TOKEN)
+    token.chmod(0o600)
+    monkeypatch.setenv("BEARER_TOKEN_FILE", str(token))
+    monkeypatch.delenv("BEARER_TOKEN", raising=False)
+    monkeypatch.setenv("X509_USER_PROXY", str(tmp_path / "gone"))
+    hint = credentials.auth_hint("root://se.example.org//f.root")
+    assert hint.startswith(f"X509_USER_PROXY names {tmp_path / 'gone'}, which does not exist")
+    assert TOKEN not in hint
+    assert "bearer token" in credentials.auth_hint("https://se.example.org//f.root")
+    monkeypatch.delenv("X509_USER_PROXY")
+    creds = credentials.Credentials(tmp_path / "gone", False, None, None, TOKEN, token)
+    assert "refused the bearer token" in credentials.auth_hint("root://se//f.root", creds)

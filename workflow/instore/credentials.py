@@ -356,7 +356,12 @@ def auth_hint(url: str, creds: Credentials | None = None) -> str:
                 "check it is mapped/authorised there, or renew it with the right VO (voms-proxy-init)")  # fmt: skip
     if urlsplit(url).scheme.startswith("http") and not https:
         return "a bearer token is only sent over https; use an https:// endpoint"
-    if urlsplit(url).scheme.startswith(("root", "xroot")) and _open_to_others(creds.token_file):
+    xrootd = urlsplit(url).scheme.startswith(("root", "xroot"))
+    if xrootd and os.environ.get(PROXY_ENV) and not creds.proxy_found:
+        return (f"{PROXY_ENV} names {creds.proxy}, which does not exist: the XRootD client then "
+                f"cannot set up TLS and never sends the bearer token; unset {PROXY_ENV} or "
+                "make the proxy")  # fmt: skip
+    if xrootd and _open_to_others(creds.token_file):
         return (f"bearer token file {creds.token_file} can be read by others, so XRootD's ztn "
                 f"client never sends it; chmod 600 {creds.token_file}")  # fmt: skip
     return f"the server refused the bearer token; {GET_TOKEN} with the scopes it needs"
