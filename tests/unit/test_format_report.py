@@ -137,3 +137,22 @@ def test_throughput_marks_each_protocols_calibrated_limit(
     view.limits = Limits({"posix": 120.0, "xrootd": 80.0})
     rf.format_throughput(view)
     assert sorted(y for y, _, _ in marks) == [80.0, 120.0]
+
+
+def test_a_site_the_format_section_left_out_gets_a_note_not_an_error(
+    results: Path, tmp_path: Path
+) -> None:
+    """A section limited to other sites (`sites:` in its grid) leaves this site an empty
+    table; its page says nothing was recorded instead of failing the report."""
+    import shutil
+
+    from instore.summary.load import section_path
+
+    copy = shutil.copytree(results, tmp_path / "results")
+    pd.DataFrame().to_parquet(section_path(copy, SITES[0], "format"))
+    write(copy, SITES[0], *summarize(copy, SITES[0]))
+    executed = execute(NOTEBOOKS / "format.ipynb", tmp_path / "format.ipynb",
+                       {"site": SITES[0], "results": str(copy)})  # fmt: skip
+    assert error_outputs(executed) == []
+    page = render(executed, tmp_path / "format.html").read_text()
+    assert f"No successful runs were recorded for format on {SITES[0]}" in page

@@ -198,7 +198,7 @@ def format_failures(view: SiteView) -> None:
     if SECTION not in view.sections:
         return
     rows = view.rows(SECTION, ok_only=False)
-    failed = rows[rows["status"] != "ok"]
+    failed = rows[rows["status"] != "ok"] if len(rows) else rows
     if failed.empty:
         return
     failed = labelled(failed).assign(reason=failed["error"].fillna("").map(_first_line))

@@ -50,8 +50,12 @@ class SiteView:
         return part[part["jobs_ok"] > 0].reset_index(drop=True)
 
     def rows(self, section: str, ok_only: bool = True) -> pd.DataFrame:
-        """One section's job rows with derived columns and axis labels."""
-        rows = with_derived(read_section(self.results, self.site, section))
+        """One section's job rows with derived columns and axis labels (empty: the site ran
+        none, e.g. a section limited to other sites)."""
+        raw = read_section(self.results, self.site, section)
+        if raw.empty:
+            return raw
+        rows = with_derived(raw)
         rows["cache"] = rows["cache_mb"].map(cache_label)
         return rows[rows["status"] == "ok"] if ok_only else rows
 
