@@ -157,7 +157,8 @@ def test_caching_advice_gives_break_even_and_efficiency_drops() -> None:
     print(rec.text)
     assert "full reads, a warm XCache beats direct reads from 10 ms RTT" in rec.text
     assert "sparse reads, a warm XCache beats direct reads from 10 ms RTT" in rec.text
-    assert "stage-in never wins" in rec.text
+    assert "stage-in never wins (though it beats direct reads from 25 ms)" in rec.text
+    assert rec.evidence["full"]["stage_in_beats_direct_from_ms"] == 25
     drops = rec.evidence["full"]["under_floor_from_ms"]
     assert drops["XCache warm"] is None and drops["direct xrootd"] == 25
     curves = caching_curves(_caching_stats())

@@ -284,15 +284,18 @@ def _caching_phrase(curves: pd.DataFrame, reads: str, floor: float) -> tuple[str
             else f"a warm XCache never beats direct reads (up to {top})"
         )
     best = part.loc[part.groupby("rtt_ms")["wall_s"].idxmin(), "method"]
+    staged = break_even_ms(part, "stage-in", "direct xrootd")  # the seeds' own question
     if "stage-in" in methods and not (best == "stage-in").any():
-        phrases.append("stage-in never wins")
+        phrases.append("stage-in never wins" + (
+            f" (though it beats direct reads from {staged:g} ms)" if staged is not None else ""))  # fmt: skip
     drops = {m: efficiency_drop_ms(part, m, floor) for m in methods}
     under = ", ".join(
         f"{m} at {d:g} ms" if d is not None else f"{m} never (up to {top})"
         for m, d in drops.items()
     )
     phrases.append(f"CPU efficiency drops under {floor:.0%}: {under}")
-    evidence = {"warm_beats_direct_from_ms": warm, "under_floor_from_ms": drops,
+    evidence = {"warm_beats_direct_from_ms": warm, "stage_in_beats_direct_from_ms": staged,
+                "under_floor_from_ms": drops,
                 "fastest_by_rtt": dict(zip(part.loc[best.index, "rtt_ms"], best, strict=True))}  # fmt: skip
     return f"for {reads} reads, " + "; ".join(phrases), evidence
 
