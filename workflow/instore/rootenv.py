@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import atexit
 import functools
-import gzip
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import warnings
 from importlib import resources
@@ -40,7 +40,7 @@ HTTP_ENV = "INSTORE_ROOT_HTTP"  # "twebfile" forces the fallback (to compare the
 XRDCLHTTP_LIB = "libXrdClHttp-5.so"
 XRDCL_HEADERS = Path("/usr/include/xrootd")
 _LIB_DIRS = (Path("/usr/lib/x86_64-linux-gnu"), Path("/usr/lib64"), Path("/usr/lib"))
-_PLUGIN_DOC = Path("/usr/share/doc/xrootd-client-http-plugins/changelog.Debian.gz")
+_PLUGIN_PACKAGE = "xrootd-client-http-plugins"
 
 
 def _xrdclhttp_lib() -> Path | None:
@@ -57,13 +57,14 @@ def xrdclhttp_available() -> bool:
 
 
 def _plugin_version() -> str:
+    """The Debian package's version, from dpkg (the payload image leaves out /usr/share/doc)."""
     try:
-        with gzip.open(_PLUGIN_DOC, "rt") as f:
-            first = f.readline()
-    except OSError:
+        proc = subprocess.run(["dpkg-query", "-W", "-f=${Version}", _PLUGIN_PACKAGE],
+                              capture_output=True, text=True, timeout=20, check=False)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
         return "?"
-    found = re.search(r"\(([\d.]+)", first)
-    return found.group(1) if found else "?"
+    found = re.match(r"(?:\d+:)?([\d.]+)", proc.stdout.strip())
+    return found.group(1) if proc.returncode == 0 and found else "?"
 
 
 @functools.cache
