@@ -61,7 +61,9 @@ def _status_of(name: str, results: Path) -> dict[str, Any]:
 
 
 def _status(args: argparse.Namespace) -> int:
-    if args.name:  # a name that is no site, or a real one, is said so, not "up: false"
+    # A name that is no site, or a real one, is said so, not "up: false"; what a crashed run
+    # left is reported whatever its site file (it may have been a temporary path).
+    if args.name and not emulated.existing(SiteNames(args.name)):
         cfg = load_site(args.name)
         if not cfg.emulated:
             raise InstoreError(f"site {cfg.name} is real: nothing of it runs here to report on",
