@@ -16,7 +16,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,13 +193,20 @@ class Server:
 
 
 @contextmanager
-def xrootd_server(root: Path, security: str = "") -> Iterator[Server]:
+def xrootd_server(
+    root: Path,
+    security: str = "",
+    wrap: Callable[[list[str]], list[str]] | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[Server]:
     """XRootD with XrdHttp over a directory the server may write, computing adler32, on free
-    ports; stopped by PID on exit, whatever happened inside."""
-    data, run = root / "data", root / "run"
+    ports; stopped by PID on exit, whatever happened inside. ``wrap`` turns the command into
+    the one to start (it must exec xrootd, so the PID stays the server's); ``env`` is added to
+    the server's environment; ``root/cache`` is a directory the server may write."""
+    data, run, cache = root / "data", root / "run", root / "cache"
     root.mkdir(mode=0o755, exist_ok=True)
     root.chmod(0o755)
-    for d in (data, run):
+    for d in (data, run, cache):
         d.mkdir()
         shutil.chown(d, "xrootd")
     port, http_port = free_port(), free_port()
@@ -207,12 +214,15 @@ def xrootd_server(root: Path, security: str = "") -> Iterator[Server]:
     conf.write_text(f"xrd.port {port}\nall.export /\noss.localroot {data}\nall.adminpath {run}\n"
                     f"all.pidpath {run}\nxrootd.chksum adler32\n"
                     f"xrd.protocol XrdHttp:{http_port} libXrdHttp.so\n{security}")  # fmt: skip
-    log = run / "xrootd.log"
-    proc = subprocess.Popen(["xrootd", "-R", "xrootd", "-c", str(conf), "-l", str(log)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    log, launch = run / "xrootd.log", run / "launch.err"  # launch: what a wrapper complained
+    cmd = ["xrootd", "-R", "xrootd", "-c", str(conf), "-l", str(log)]
+    with launch.open("wb") as err:
+        proc = subprocess.Popen(wrap(cmd) if wrap else cmd, env={**os.environ, **(env or {})},
+                                stdout=subprocess.DEVNULL, stderr=err)  # fmt: skip
     try:
         if not _answers(port, proc):
-            pytest.fail(f"xrootd did not start: {log.read_text()[-2000:] if log.exists() else ''}")
+            said = log.read_text()[-2000:] if log.exists() else launch.read_text()[-2000:]
+            pytest.fail(f"xrootd did not start: {said}")
         yield Server(port, http_port, data)
     finally:
         stop(proc)

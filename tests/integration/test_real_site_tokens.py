@@ -15,6 +15,7 @@ others can read goes out over https but never over root:// (ztn keeps it), and i
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.grid_site import Pki, _answers, free_port, make_pki, needs_tools, stop
+from tests.integration.grid_site import Pki, make_pki, needs_tools, xrootd_server
 from tests.integration.token_issuer import (
     Issuer,
     make_key,
@@ -101,33 +102,12 @@ class TokenSite:
 
 @contextmanager
 def token_server(root: Path, pki: Pki, security: str) -> Iterator[tuple[int, int, Path]]:
-    """XRootD as grid_site.xrootd_server runs it, but in a mount namespace where the test CA
-    is among the system CAs (token_issuer.trusting); its key cache (scitokens-cpp's sqlite
-    under $XDG_CACHE_HOME) in ``root``; stopped by PID however the test ends."""
-    data, run, cache = root / "data", root / "run", root / "cache"
-    root.mkdir(mode=0o755)
-    for d in (data, run, cache):
-        d.mkdir()
-        shutil.chown(d, "xrootd")
-    port, http_port = free_port(), free_port()
-    conf = root / "xrootd.cfg"
-    conf.write_text(f"xrd.port {port}\nall.export /\noss.localroot {data}\nall.adminpath {run}\n"
-                    f"all.pidpath {run}\nxrd.protocol XrdHttp:{http_port} libXrdHttp.so\n"
-                    f"{security}")  # fmt: skip
-    log = run / "xrootd.log"
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}  # not $HOME: it asks the passwd file
-    cmd = trusting(pki.root / "ca.pem", root / "ca-bundle.crt",
-                   ["xrootd", "-R", "xrootd", "-c", str(conf), "-l", str(log)])  # fmt: skip
-    launch = run / "launch.err"  # unshare's and mount's complaints, if any
-    with launch.open("wb") as err:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        if not _answers(port, proc):
-            said = log.read_text()[-2000:] if log.exists() else launch.read_text()[-2000:]
-            pytest.fail(f"xrootd did not start: {said}")
-        yield port, http_port, data
-    finally:
-        stop(proc)
+    """XRootD as grid_site.xrootd_server runs it, in a mount namespace where the test CA is
+    among the system CAs (token_issuer.trusting), its key cache (scitokens-cpp's sqlite under
+    $XDG_CACHE_HOME) in ``root/cache`` (not $HOME: the library asks the passwd file)."""
+    wrap = functools.partial(trusting, pki.root / "ca.pem", root / "ca-bundle.crt")
+    with xrootd_server(root, security, wrap, {"XDG_CACHE_HOME": str(root / "cache")}) as server:
+        yield server.port, server.http_port, server.data
 
 
 def _write_token(path: Path, token: str) -> Path:
