@@ -3,6 +3,8 @@ WebDAV spellings (dav, davs) that HTTP clients know as http and https."""
 
 from __future__ import annotations
 
+from urllib.parse import urlparse
+
 XROOTD_SCHEMES = ("root", "roots", "xroot", "xroots")
 HTTP_SCHEMES = ("http", "https", "dav", "davs")
 
@@ -12,3 +14,12 @@ def http_url(url: str) -> str:
     URL unchanged."""
     name, _, rest = url.partition(":")
     return {"dav": "http", "davs": "https"}.get(name, name) + ":" + rest if rest else url
+
+
+def is_local(url: str) -> bool:
+    """A path or a file:// URL: read on this node, not through a storage protocol."""
+    return urlparse(url).scheme in ("", "file")
+
+
+def local_path(url: str) -> str:
+    return urlparse(url).path if url.startswith("file:") else url

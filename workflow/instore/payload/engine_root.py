@@ -17,9 +17,8 @@ from instore.payload.maps import basket_frame
 from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
-from instore.payload.source.file import is_local, local_path
 from instore.rootenv import declare, root, xrdclhttp, xrdclhttp_available
-from instore.urls import HTTP_SCHEMES, http_url
+from instore.urls import HTTP_SCHEMES, http_url, is_local, local_path
 
 TWEBFILE_NO_AUTH = ("the root engine's HTTP client (TWebFile) cannot authenticate: "
                     "use the uproot engine or xrootd for this site")  # fmt: skip

@@ -18,8 +18,8 @@ from instore.payload.objects import DataObject
 from instore.payload.pattern import Pattern
 from instore.payload.procstats import ProcSnapshot, drop_page_cache, join_cgroup
 from instore.payload.result import EngineResult
-from instore.payload.source.file import is_local, local_path
 from instore.record import JobResult, Measurement, Provenance, size_histogram, utc_now
+from instore.urls import is_local, local_path
 
 ENGINES = ("root", "uproot")
 STAGE_IN_TOOLS = ("cp", "xrdcp")

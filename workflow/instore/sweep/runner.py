@@ -312,6 +312,12 @@ def _warm_up(opts: SweepOptions, live: LiveSite, target: Target, point: Point) -
     return 2 * startup + 1.0
 
 
+def job_start_at(jobs: int, now: float) -> float:
+    """When a point's jobs start: together, a barrier after submission, or at once when alone
+    (a second per point of the study otherwise spent waiting for nothing)."""
+    return now + BARRIER_S if jobs > 1 else now
+
+
 def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> list[dict[str, Any]]:
     """Measure one point: link conditions set, site cache emptied or filled, caches dropped,
     its jobs started together; one row per job."""
@@ -331,7 +337,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
         point.protocol == "fuse",
         in_container(run.target),
     )
-    start_at = time.time() + BARRIER_S
+    start_at = job_start_at(point.jobs, time.time())
     measure_at = start_at + run.align_s if point.jobs > 1 else None
     jobs = [
         Job(

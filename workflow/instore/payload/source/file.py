@@ -3,15 +3,8 @@
 from __future__ import annotations
 
 import os
-from urllib.parse import urlparse
 
-
-def is_local(url: str) -> bool:
-    return urlparse(url).scheme in ("", "file")
-
-
-def local_path(url: str) -> str:
-    return urlparse(url).path if url.startswith("file:") else url
+from instore.urls import local_path
 
 
 class FileBackend:
