@@ -15,7 +15,7 @@ from instore import credentials
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig
 from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
-from instore.site.verify import verify_endpoint
+from instore.site.verify import VerifiedCopies, verify_endpoint
 
 
 class PreflightError(InstoreError):
@@ -38,10 +38,15 @@ class RealLive(LiveSite):
     """A real site: its endpoints, given (``open_real`` checks first that they answer)."""
 
     def __init__(
-        self, config: SiteConfig, files: list[str], results: Path = DEFAULT_RESULTS
+        self,
+        config: SiteConfig,
+        files: list[str],
+        results: Path = DEFAULT_RESULTS,
+        verified: VerifiedCopies | None = None,
     ) -> None:
         super().__init__(config, results)
         self.files = files
+        self.verified = verified  # None: every check is a full one
 
     def _url(self, protocol: str, file: str) -> str:
         return self.config.endpoints[protocol].format(file=file)
@@ -73,7 +78,11 @@ class RealLive(LiveSite):
         items = sorted((p, t) for p, t in self._endpoints().items() if p not in skip)
         timeout = self.config.preflight_timeout_s
         with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
-            causes = list(pool.map(lambda item: verify_endpoint(item[1], files, timeout), items))
+            causes = list(
+                pool.map(lambda it: verify_endpoint(it[1], files, timeout, self.verified), items)
+            )
+        if self.verified is not None:
+            self.verified.save()
         return [f"{p} {t}: {why}" for (p, t), why in zip(items, causes, strict=True) if why]
 
     def drop_caches(self) -> None:
@@ -127,9 +136,11 @@ def _fadvise_dontneed(path: Path) -> None:
 
 def open_real(site: SiteConfig, files: Sequence[Path], results: Path = DEFAULT_RESULTS) -> RealLive:
     """The real site, once its credential is valid, every endpoint answers and serves the
-    local ``files`` unchanged."""
+    local ``files`` unchanged (copies this results directory saw verified recently: the
+    same size)."""
     credentials.require(site.auth, site.name)
-    live = RealLive(site, [f.name for f in files], results)
+    verified = VerifiedCopies(Path(results) / site.name / "verified.json")
+    live = RealLive(site, [f.name for f in files], results, verified)
     failures = live.check(files)
     if failures:
         raise PreflightError(site, failures)

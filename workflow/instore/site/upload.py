@@ -99,7 +99,7 @@ def _xrd_failed(url: str, proc: subprocess.CompletedProcess[str]) -> InstoreErro
     return InstoreError(f"{url}: {lines[-1].strip()}", "check the endpoint and its permissions")
 
 
-def _stat_xrootd(url: str) -> Remote | None:
+def _stat_xrootd(url: str, checksum: bool = True) -> Remote | None:
     parts = urlsplit(url)
     host = f"{parts.scheme}://{parts.netloc}"
     proc = _xrd(["xrdfs", host, "stat", parts.path], 120)
@@ -108,6 +108,8 @@ def _stat_xrootd(url: str) -> Remote | None:
             return None
         raise _xrd_failed(url, proc)
     size = re.search(r"Size:\s*(\d+)", proc.stdout)
+    if not checksum:
+        return Remote(int(size.group(1)) if size else -1, None)
     summed = _xrd(["xrdfs", host, "query", "checksum", parts.path], 300)
     found = re.search(r"adler32\s+([0-9a-fA-F]+)", summed.stdout)
     return Remote(int(size.group(1)) if size else -1, found.group(1) if found else None)
@@ -141,9 +143,9 @@ def _http_status(url: str, status: int) -> InstoreError:
     return InstoreError(f"{url}: HTTP {status}", "check the endpoint and its permissions")
 
 
-def _stat_http(url: str) -> Remote | None:
+def _stat_http(url: str, checksum: bool = True) -> Remote | None:
     url = http_url(url)
-    headers = {**_http_headers(url), "Want-Digest": "adler32"}
+    headers = {**_http_headers(url), **({"Want-Digest": "adler32"} if checksum else {})}
     resp = _http_pool(url).request("HEAD", url, headers=headers, redirect=True, timeout=120)
     if resp.status == 404:
         return None
@@ -171,9 +173,11 @@ def _put_http(local: Path, url: str) -> None:
     raise InstoreError(f"{url}: too many redirects on PUT", "check the endpoint")
 
 
-def _stat_path(path: str) -> Remote | None:
+def _stat_path(path: str, checksum: bool = True) -> Remote | None:
     p = Path(path)
-    return Remote(p.stat().st_size, adler32(p)) if p.is_file() else None
+    if not p.is_file():
+        return None
+    return Remote(p.stat().st_size, adler32(p) if checksum else None)
 
 
 def _put_path(local: Path, path: str) -> None:
@@ -181,14 +185,15 @@ def _put_path(local: Path, path: str) -> None:
     shutil.copyfile(local, path)
 
 
-def stat(url: str) -> Remote | None:
-    """What the endpoint holds at ``url`` (None: nothing)."""
+def stat(url: str, checksum: bool = True) -> Remote | None:
+    """What the endpoint holds at ``url`` (None: nothing); without ``checksum``, its size only
+    (the storage is not asked to compute an adler32)."""
     scheme = urlsplit(url).scheme
     if scheme in XROOTD_SCHEMES:
-        return _stat_xrootd(url)
+        return _stat_xrootd(url, checksum)
     if scheme in HTTP_SCHEMES:
-        return _stat_http(url)
-    return _stat_path(url)
+        return _stat_http(url, checksum)
+    return _stat_path(url, checksum)
 
 
 def put(local: Path, url: str) -> None:

@@ -8,11 +8,13 @@ is not trusted), a credential the storage refused, a missing file, a copy that d
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import socket
 import ssl
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -118,6 +120,44 @@ def cause(url: str, message: str, timeout_s: float) -> str:
     return message
 
 
+class VerifiedCopies:
+    """The copies a sweep already verified whole (size and adler32) at a site, kept in
+    ``results/<site>/verified.json``. The next sweep (each section is one) asks the endpoint
+    only for the size of a copy verified within ``max_age_s`` against the same local file
+    version, instead of making the storage checksum every file again (and, on a POSIX
+    endpoint, reading every file whole on this node). ``instore site preflight`` keeps none:
+    it always checks in full."""
+
+    def __init__(self, path: Path, max_age_s: float = 12 * 3600) -> None:
+        self.path, self.max_age_s = path, max_age_s
+        try:
+            self._seen: dict[str, dict[str, float]] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            self._seen = {}
+
+    @staticmethod
+    def _version(local: Path) -> dict[str, float]:
+        st = local.stat()
+        return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+    def known(self, url: str, local: Path) -> bool:
+        seen = self._seen.get(url)
+        if not seen or not local.is_file():
+            return False
+        fresh = time.time() - seen.get("verified_at", 0) < self.max_age_s
+        return fresh and {k: seen.get(k) for k in ("size", "mtime_ns")} == self._version(local)
+
+    def add(self, url: str, local: Path) -> None:
+        if local.is_file():
+            self._seen[url] = {**self._version(local), "verified_at": time.time()}
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self._seen, indent=1, sort_keys=True))
+        tmp.replace(self.path)
+
+
 def _first_bytes(url: str, timeout_s: float) -> bytes:
     from instore.payload.source.base import open_backend
 
@@ -128,28 +168,41 @@ def _first_bytes(url: str, timeout_s: float) -> bytes:
         backend.close()
 
 
-def _check_copy(url: str, local: Path) -> str | None:
+def _check_copy(url: str, local: Path, verified: VerifiedCopies | None = None) -> str | None:
     """None if the endpoint holds a copy equal to ``local`` (or ``local`` is not here to
-    compare with and the endpoint has the file), else the one line saying how it differs."""
-    remote = upload.stat(url)
+    compare with and the endpoint has the file), else the one line saying how it differs.
+    A copy ``verified`` already is compared by size only."""
+    trusted = verified is not None and verified.known(url, local)
+    remote = upload.stat(url, checksum=not trusted)
     if remote is None:
         return f"{url}: no such file there -- put the test files in place: instore site upload"
     if not local.is_file():
         return None
+    size = local.stat().st_size
     try:
-        upload.compare(url, local.stat().st_size, local_adler32(local), remote)
+        if trusted and remote.size != size:
+            raise InstoreError(upload.mismatch_line(url, "size", str(remote.size), str(size)))
+        if not trusted:
+            upload.compare(url, size, local_adler32(local), remote)
     except InstoreError as err:
         return str(err)
+    if verified is not None:
+        verified.add(url, local)
     return None
 
 
-def verify_endpoint(template: str, files: Sequence[Path], timeout_s: float) -> str | None:
+def verify_endpoint(
+    template: str,
+    files: Sequence[Path],
+    timeout_s: float,
+    verified: VerifiedCopies | None = None,
+) -> str | None:
     """None if every file is there and equal to its local copy, and the first one opens and
     reads through ``template``; else the first problem, in one line."""
     for local in files:
         url = template.format(file=local.name)
         try:
-            problem = _check_copy(url, local)
+            problem = _check_copy(url, local, verified)
         except InstoreError as err:
             return cause(url, str(err), timeout_s)
         except Exception as err:  # urllib3/ssl errors: refused, TLS, time-out

@@ -1,0 +1,78 @@
+"""The preflight of a real site: each copy checksummed once, then, sweep after sweep (one per
+section), compared by size; `instore site preflight` always checks in full."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from instore.site import PreflightError, load_site
+from instore.site import upload as upload_module
+from instore.site.real import open_real
+from instore.site.session import site_as_it_is
+
+from tests.conftest import write_real_site
+
+
+@pytest.fixture
+def posix_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    local, remote = tmp_path / "local", tmp_path / "remote"
+    local.mkdir()
+    remote.mkdir()
+    for name in ("a.root", "b.root"):
+        body = b"root" + os.urandom(4096)
+        (local / name).write_bytes(body)
+        (remote / name).write_bytes(body)
+    summed: list[Path] = []
+    real_adler32 = upload_module.adler32
+
+    def counting(path: Path) -> str:
+        summed.append(Path(path))
+        return real_adler32(path)
+
+    monkeypatch.setattr(upload_module, "adler32", counting)
+    site = load_site(write_real_site(tmp_path / "local.yaml", {"posix": f"{remote}/{{file}}"}))
+    files = sorted(local.glob("*.root"))
+    return {"site": site, "files": files, "remote": remote, "summed": summed,
+            "results": tmp_path / "results"}  # fmt: skip
+
+
+def _remote_sums(env: dict) -> int:
+    return sum(p.parent == env["remote"] for p in env["summed"])
+
+
+def test_a_sweep_checksums_each_copy_once_then_compares_its_size(posix_site: dict) -> None:
+    open_real(posix_site["site"], posix_site["files"], posix_site["results"])
+    assert _remote_sums(posix_site) == 2
+    assert (posix_site["results"] / "local" / "verified.json").is_file()
+    open_real(posix_site["site"], posix_site["files"], posix_site["results"])
+    assert _remote_sums(posix_site) == 2, "the second sweep asks for sizes only"
+
+
+def test_a_copy_whose_size_changed_since_it_was_verified_stops_the_sweep(posix_site: dict) -> None:
+    open_real(posix_site["site"], posix_site["files"], posix_site["results"])
+    copy = posix_site["remote"] / "b.root"
+    copy.write_bytes(copy.read_bytes()[:100])
+    with pytest.raises(PreflightError, match=r"size of .*b\.root is 100 but the local file's is"):
+        open_real(posix_site["site"], posix_site["files"], posix_site["results"])
+
+
+def test_a_new_local_file_version_is_checksummed_again(posix_site: dict) -> None:
+    open_real(posix_site["site"], posix_site["files"], posix_site["results"])
+    local = posix_site["files"][0]
+    os.utime(local, ns=(local.stat().st_atime_ns, local.stat().st_mtime_ns + 10**9))
+    open_real(posix_site["site"], posix_site["files"], posix_site["results"])
+    assert _remote_sums(posix_site) == 3
+
+
+def test_site_preflight_always_checksums_every_copy(posix_site: dict) -> None:
+    open_real(posix_site["site"], posix_site["files"], posix_site["results"])
+    before = _remote_sums(posix_site)
+    copy = posix_site["remote"] / "a.root"
+    body = bytearray(copy.read_bytes())
+    body[-1] ^= 0xFF  # same size, other content
+    copy.write_bytes(bytes(body))
+    failures = site_as_it_is(posix_site["site"], posix_site["results"]).check(posix_site["files"])
+    assert _remote_sums(posix_site) == before + 1  # the first difference ends the check
+    assert len(failures) == 1 and "adler32 of" in failures[0] and "a.root" in failures[0]
