@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -133,6 +134,20 @@ def make_pki(root: Path) -> Pki:
                     str(root / "userkey.pem"), "-certdir", str(certdir), "-out", str(sha1)],
                    cwd=root, check=True, capture_output=True)  # fmt: skip
     return Pki(root, certdir, proxy, expired, sha1)
+
+
+@contextmanager
+def pki_root(prefix: str) -> Iterator[tuple[Path, Pki]]:
+    """A temporary directory the xrootd user can read, holding a fresh PKI in pki/; removed
+    on the way out, whatever happened inside."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    root.chmod(0o755)  # the xrootd user reads the host certificate and the data
+    try:
+        pki_dir = root / "pki"
+        pki_dir.mkdir(mode=0o755)
+        yield root, make_pki(pki_dir)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def grid_security(pki: Pki) -> str:

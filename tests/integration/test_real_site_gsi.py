@@ -17,7 +17,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from instore.study.files import replica_name
 from instore.summary.command import summarize, write
 from instore.sweep import runner
 
-from tests.integration.grid_site import Pki, Server, grid_security, make_pki, needs_tools
+from tests.integration.grid_site import Pki, Server, grid_security, needs_tools, pki_root
 from tests.integration.grid_site import xrootd_server as serve
 
 pytestmark = pytest.mark.integration
@@ -82,12 +81,7 @@ class Grid:
 def grid(small_files: dict[str, Path]) -> Iterator[Grid]:
     """The grid site, its PKI, the local copies and a site file; the server stopped by PID."""
     needs_tools()
-    root = Path(tempfile.mkdtemp(prefix="instore-grid-"))
-    root.chmod(0o755)  # the xrootd user reads the host certificate and the data
-    try:
-        pki_dir = root / "pki"
-        pki_dir.mkdir(mode=0o755)
-        pki = make_pki(pki_dir)
+    with pki_root("instore-grid-") as (root, pki):
         data = root / "files"
         data.mkdir()
         shutil.copy(small_files["ordered"], data / replica_name("ordered", 0))
@@ -102,8 +96,6 @@ def grid(small_files: dict[str, Path]) -> Iterator[Grid]:
                 "calibration": {"file": replica_name("ordered", 0)},
             }))  # fmt: skip
             yield Grid(pki, server, data, site)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _cli(grid: Grid, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -22,7 +22,6 @@ import shutil
 import ssl
 import subprocess
 import sys
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.grid_site import Pki, make_pki, needs_tools, xrootd_server
+from tests.integration.grid_site import Pki, needs_tools, pki_root, xrootd_server
 from tests.integration.token_issuer import (
     Issuer,
     make_key,
@@ -120,12 +119,7 @@ def _write_token(path: Path, token: str) -> Path:
 @pytest.fixture(scope="module")
 def site(small_files: dict[str, Path]) -> Iterator[TokenSite]:
     needs_token_tools()
-    root = Path(tempfile.mkdtemp(prefix="instore-tokens-"))
-    root.chmod(0o755)  # the xrootd user reads the host certificate and the data
-    try:
-        pki_dir = root / "pki"
-        pki_dir.mkdir(mode=0o755)
-        pki = make_pki(pki_dir)
+    with pki_root("instore-tokens-") as (root, pki):
         keys = root / "keys"
         keys.mkdir(mode=0o700)
         key, forged = make_key(keys, "instore-test"), make_key(keys, "instore-test", "forged")
@@ -146,8 +140,6 @@ def site(small_files: dict[str, Path]) -> Iterator[TokenSite]:
                 shutil.copy(small_files["ordered"], data / NAME)
                 (data / NAME).chmod(0o644)
                 yield TokenSite(pki, issuer, root, port, http_port, files)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _read(site: TokenSite, scheme: str, token: str | None, engine: str = "uproot") -> tuple:

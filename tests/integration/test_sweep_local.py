@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from instore.study import SECTIONS, load_study
+from instore.sweep.runner import SweepOptions, plan
 
 from tests.conftest import SMALL_EVENTS
 from tests.integration.conftest import POINTS, sweep_argv
@@ -39,15 +41,21 @@ def _keys(results: Path) -> pd.DataFrame:
     return pd.concat(tables)[["point_key", "job", "jobs", "measured_at", "status"]]
 
 
-def test_sweep_kill_and_resume_ends_with_the_clean_runs_points(study_env: dict[str, Path]) -> None:
-    clean = study_env["tmp"] / "clean"
-    code, out, err = _finish(_sweep(study_env, clean))
-    assert code == 0, err
-    assert f"measured {POINTS} point(s), 0 already measured" in out
-    expected = _keys(clean)
-    assert expected["point_key"].nunique() == POINTS and (expected["status"] == "ok").all()
+def _planned_keys(env: dict[str, Path], results: Path) -> set[str]:
+    """The points a clean sweep measures: every point of the study's sections, once."""
+    opts = SweepOptions(
+        study=load_study(env["study"]), site="local", sections=list(SECTIONS), data=env["data"],
+        results=results,
+    )  # fmt: skip
+    return plan(opts, "local").keys
 
+
+def test_sweep_kill_and_resume_ends_with_every_planned_point_once(
+    study_env: dict[str, Path],
+) -> None:
     resumed = study_env["tmp"] / "resumed"
+    expected = _planned_keys(study_env, resumed)
+    assert len(expected) == POINTS
     rng = random.Random(20261121)
     for _ in range(3):  # kill the whole sweep (workers and jobs too) at random moments
         proc = _sweep(study_env, resumed)
@@ -58,7 +66,8 @@ def test_sweep_kill_and_resume_ends_with_the_clean_runs_points(study_env: dict[s
     code, out, err = _finish(_sweep(study_env, resumed))
     assert code == 0, err
     final = _keys(resumed)
-    assert set(final["point_key"]) == set(expected["point_key"])
+    assert set(final["point_key"]) == expected
+    assert (final["status"] == "ok").all()
     per_point = final.groupby("point_key").agg(
         rows=("job", "size"), jobs=("jobs", "first"), runs=("measured_at", "nunique")
     )
