@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.integration.conftest import POINTS, sweep_argv
+from tests.integration.conftest import STUDY, sweep_argv
 
 pytestmark = pytest.mark.integration
 
@@ -33,8 +33,15 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
+# One section is enough: the disk fills after about two of its points.
+SECTION = "layout"
+POINTS = len(STUDY["profiles"]["t"]["sections"][SECTION]["layout"]) * len(
+    STUDY["profiles"]["t"]["sections"][SECTION]["cache_mb"]
+)
+
+
 def _sweep(env: dict[str, Path], results: Path) -> subprocess.CompletedProcess:
-    argv = sweep_argv(env, results)
+    argv = sweep_argv(env, results, "--sections", SECTION)
     return subprocess.run(argv, capture_output=True, text=True, timeout=600)
 
 

@@ -236,6 +236,30 @@ def test_disk_counter_sees_block_readahead_on_sequential_reads(site: EmulatedLiv
 
 
 @pytest.mark.parametrize("site", ["lan-hdd"], indirect=True)
+def test_disk_reads_count_one_request_per_scattered_read(site: EmulatedLive) -> None:
+    """The per-point count of disk requests, the quantity the IOPS limit caps."""
+    path, scattered = site.url("posix", BLOB), 32
+    step = (BLOB_MB << 20) // scattered
+
+    def read_scattered() -> None:
+        with open(path, "rb", buffering=0) as f:
+            for i in range(scattered):
+                f.seek(i * step)
+                f.read(4096)
+
+    site.set_block_readahead(4)
+    site.drop_caches()
+    before = site.disk_reads()
+    try:
+        read_scattered()
+    finally:
+        site.set_block_readahead(site.config.disk.readahead_kb)
+    done = site.disk_reads() - before
+    print(f"{scattered} scattered 4 KiB reads: {done} disk requests")
+    assert scattered <= done <= scattered + 4
+
+
+@pytest.mark.parametrize("site", ["lan-hdd"], indirect=True)
 def test_disk_counts_at_least_what_a_sparse_job_needs(
     site: EmulatedLive, small_files: dict[str, Path], tmp_path: Path
 ) -> None:

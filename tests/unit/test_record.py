@@ -42,7 +42,7 @@ COLUMNS = {
     "job", "node", "attempts", "status", "attempt_errors", "start_skew_s", "batch_job_id",
     # the point's measurement and the site
     "point_key", "jobs", "measured_at", "disk_bytes_read", "repaired_before",
-    "link_bytes_read", "rtt_ms_measured", "bandwidth_mbit_applied",
+    "link_bytes_read", "rtt_ms_measured", "bandwidth_mbit_applied", "disk_reads",
     "site", "site_kind", "site_profile", "conditions",
     # the point's own fields
     "section", "layout", "protocol", "cache_mb", "readahead_kb", "block_readahead_kb",

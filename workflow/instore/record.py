@@ -223,6 +223,7 @@ class PointInfo:
     link_bytes_read: int | None = None
     rtt_ms_measured: float | None = None  # the emulated link's RTT, measured when it was set
     bandwidth_mbit_applied: float | None = None  # the emulated link's tbf rate for the point
+    disk_reads: int | None = None  # read requests the site's disk completed during the point
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,12 @@ class LiveSite(ABC):
         reads beyond the client's requests."""
         return None
 
+    def disk_reads(self) -> int | None:
+        """Read requests the site's disk has completed so far, where they can be counted (None:
+        a real site's disks). A point's difference against the disk's IOPS limit says whether
+        the disk's request rate, not its bandwidth, bounded the point."""
+        return None
+
     def link_bytes(self) -> int | None:
         """Bytes that crossed the link from storage to the workers so far, where they can be
         counted (None: a real site's network). A point's difference is what a cache fetched

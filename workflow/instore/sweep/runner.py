@@ -328,6 +328,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
     live.prepare_cache(point.cache_state, sorted(set(files)))  # off the clock
     live.drop_caches()
     disk_before, link_before = live.disk_bytes_read(), live.link_bytes()
+    reads_before = live.disk_reads()
     urls = [live.url(point.protocol, f) for f in files]
     access = access_for(
         urls,
@@ -368,6 +369,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
     ]
     outcomes: list[JobOutcome] = run.client.gather(futures)
     disk_after, link_after = live.disk_bytes_read(), live.link_bytes()
+    reads_after = live.disk_reads()
     info = PointInfo(
         point_key=key,
         jobs=point.jobs,
@@ -377,6 +379,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
         link_bytes_read=None if None in (link_before, link_after) else link_after - link_before,
         rtt_ms_measured=conditions.get("rtt_ms_measured"),
         bandwidth_mbit_applied=conditions.get("bandwidth_mbit_applied"),
+        disk_reads=None if None in (reads_before, reads_after) else reads_after - reads_before,
     )
     fields = dataclasses.asdict(point)
     return [row(outcome, info, run.site, fields) for outcome in outcomes]

@@ -66,6 +66,12 @@ def bytes_read(dev: str) -> int:
     return int(fields[2]) * 512
 
 
+def reads_done(dev: str) -> int:
+    """Read requests the device has completed since it was attached, after the block layer
+    merged neighbours: what the blkio IOPS limit counts."""
+    return int(Path(f"/sys/block/{Path(dev).name}/stat").read_text().split()[0])
+
+
 def major_minor(dev: str) -> str:
     """The "MAJ:MIN" the blkio throttle files take."""
     rdev = os.stat(dev).st_rdev

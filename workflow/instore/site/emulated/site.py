@@ -69,6 +69,9 @@ class EmulatedLive(LiveSite):
     def disk_bytes_read(self) -> int | None:
         return disk.bytes_read(self.state.data["loop"])
 
+    def disk_reads(self) -> int | None:
+        return disk.reads_done(self.state.data["loop"])
+
     def link_bytes(self) -> int | None:
         """Bytes the worker side received over the link (IP packets, headers included)."""
         path = Path(f"/sys/class/net/{self.names.veth_worker}/statistics/rx_bytes")
