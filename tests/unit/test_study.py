@@ -136,3 +136,14 @@ def test_a_section_left_out_has_no_points() -> None:
     only_cache = type(study)(**{**study.__dict__, "sections": {"cache": study.sections["cache"]}})
     assert expand(only_cache, "layout") == []
     assert len(expand(only_cache, "cache")) > 0
+
+
+@pytest.mark.parametrize(
+    "path", sorted((DEFAULT_STUDY.parent / "experiments").glob("*.yaml")), ids=lambda p: p.stem
+)
+def test_experiment_study_files_validate_and_use_the_full_profiles_files(path: Path) -> None:
+    """An experiment rereads the default study's generated files, so its points sit beside them."""
+    study = load_study(path)
+    full = load_study(DEFAULT_STUDY, {"profile": "full"})
+    assert study.files == full.files
+    assert all(expand(study, section) for section in study.sections)
