@@ -76,3 +76,12 @@ def test_site_preflight_always_checksums_every_copy(posix_site: dict) -> None:
     failures = site_as_it_is(posix_site["site"], posix_site["results"]).check(posix_site["files"])
     assert _remote_sums(posix_site) == before + 1  # the first difference ends the check
     assert len(failures) == 1 and "adler32 of" in failures[0] and "a.root" in failures[0]
+
+
+def test_verified_copies_that_cannot_be_kept_cost_a_warning_not_the_sweep(
+    posix_site: dict, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    results = tmp_path / "not-a-dir"
+    results.write_text("a file where the results directory should be")
+    open_real(posix_site["site"], posix_site["files"], results)
+    assert "could not keep the verified copies" in caplog.text

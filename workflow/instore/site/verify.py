@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import re
 import socket
@@ -28,6 +29,7 @@ ROOT_MAGIC = b"root"
 _TLS_FAILED = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed", re.IGNORECASE)
 _GSI_NO_CA = re.compile(r"secgsi_GetCA: certificate not found")
 _GSI_SERVER_CAS = re.compile(r"ca:([0-9a-f]{8}\.\d(?:\|[0-9a-f]{8}\.\d)*)")
+log = logging.getLogger(__name__)
 INSTALL_CA = ("install the CA that signed it in X509_CERT_DIR (for WLCG: the IGTF bundle, "
               "e.g. ca-policy-egi-core) or point X509_CERT_DIR at a directory that has it")  # fmt: skip
 
@@ -152,10 +154,16 @@ class VerifiedCopies:
             self._seen[url] = {**self._version(local), "verified_at": time.time()}
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self._seen, indent=1, sort_keys=True))
-        tmp.replace(self.path)
+        """Keep them for the next sweep; if they cannot be kept (a full results disk), that
+        sweep checksums them again, and nothing measured is at stake."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self._seen, indent=1, sort_keys=True))
+            tmp.replace(self.path)
+        except OSError as err:
+            log.warning("could not keep the verified copies in %s (%s): the next sweep "
+                        "checksums them again", self.path, err)  # fmt: skip
 
 
 def _first_bytes(url: str, timeout_s: float) -> bytes:
