@@ -26,6 +26,9 @@ import pytest
 import yaml
 from instore.cli import main
 from instore.errors import InstoreError
+from instore.site import PreflightError, load_site
+from instore.site import upload as upload_module
+from instore.site.real import open_real
 from instore.study import load_study
 from instore.study.files import replica_name
 from instore.summary.command import summarize, write
@@ -141,6 +144,40 @@ def test_preflight_opens_the_files_through_root_and_https(uploaded: Grid) -> Non
     first = proc.stderr.splitlines()[0]
     assert first.startswith("credentials: X.509 proxy /DC=test/CN=Instore Test User/CN=11, ")
     assert first.endswith("m left")
+
+
+def test_sweeps_after_the_first_ask_the_grid_site_for_sizes_only(
+    uploaded: Grid, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each section's sweep opens the site. The first checksums every copy through GSI and
+    TLS; the next ask only for sizes, and a copy whose size changed still stops them."""
+    for key, value in uploaded.env().items():
+        if key.startswith(("X509_", "XDG_", "XRD_")):
+            monkeypatch.setenv(key, value)
+    asked: list[tuple[str, bool]] = []
+    real_stat = upload_module.stat
+
+    def spying(url: str, checksum: bool = True) -> upload_module.Remote | None:
+        asked.append((url.split(":")[0], checksum))
+        return real_stat(url, checksum)
+
+    monkeypatch.setattr(upload_module, "stat", spying)
+    site, files = load_site(uploaded.site), sorted(uploaded.data.glob("*.root"))
+    results = tmp_path / "results"
+    open_real(site, files, results)
+    assert sorted(asked) == [("https", True), ("root", True), ("root", True)]
+    asked.clear()
+    open_real(site, files, results)
+    assert sorted(asked) == [("https", False), ("root", False), ("root", False)]
+
+    copy = uploaded.server.data / files[0].name
+    original = copy.read_bytes()
+    try:
+        copy.write_bytes(original + b"appended")
+        with pytest.raises(PreflightError, match=r"size of root://.* is \d+ but the local"):
+            open_real(site, files, results)
+    finally:
+        copy.write_bytes(original)
 
 
 def test_preflight_without_a_proxy_stops_before_the_network(uploaded: Grid) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from instore.site import PreflightError, load_site
 from instore.site import upload as upload_module
+from instore.site import verify as verify_module
 from instore.site.real import open_real
 from instore.site.session import site_as_it_is
 
@@ -85,3 +86,18 @@ def test_verified_copies_that_cannot_be_kept_cost_a_warning_not_the_sweep(
     results.write_text("a file where the results directory should be")
     open_real(posix_site["site"], posix_site["files"], results)
     assert "could not keep the verified copies" in caplog.text
+
+
+def test_size_only_rechecks_do_not_renew_a_verification(
+    posix_site: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sweeps more often than every 12 h still checksum each copy once every 12 h."""
+    now = [1_000_000.0]
+    monkeypatch.setattr(verify_module.time, "time", lambda: now[0])
+    open_real(posix_site["site"], posix_site["files"], posix_site["results"])
+    now[0] += 11 * 3600
+    open_real(posix_site["site"], posix_site["files"], posix_site["results"])
+    assert _remote_sums(posix_site) == 2
+    now[0] += 2 * 3600  # 13 h after the full check, 2 h after the size-only one
+    open_real(posix_site["site"], posix_site["files"], posix_site["results"])
+    assert _remote_sums(posix_site) == 4

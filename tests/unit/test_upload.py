@@ -40,6 +40,13 @@ def test_compare_absent_equal_and_differing() -> None:
         upload.compare(url, 10, "0000abcd", upload.Remote(10, None))
 
 
+def test_compare_without_a_checksum_compares_the_size_only() -> None:
+    url = "root://h//x.root"
+    assert upload.compare(url, 10, None, upload.Remote(10, None)) is True
+    with pytest.raises(InstoreError, match=r"^size of root://h//x.root is 9 but"):
+        upload.compare(url, 10, None, upload.Remote(9, None))
+
+
 def test_targets_put_root_first_and_each_template_once(tmp_path: Path) -> None:
     site = load_site(write_real_site(tmp_path / "s.yaml", {
         "posix": "/a/{file}", "fuse": "/a/{file}", "xrootd": "root://h//{file}",

@@ -65,13 +65,16 @@ def mismatch_line(url: str, what: str, remote: str, local: str) -> str:
             "the copy is corrupt; remove it and rerun upload")  # fmt: skip
 
 
-def compare(url: str, size: int, checksum: str, remote: Remote | None) -> bool:
+def compare(url: str, size: int, checksum: str | None, remote: Remote | None) -> bool:
     """True: the remote copy is there and equal (skip it); False: absent (copy it). Raises
-    with one line when it is there and differs, or its checksum cannot be had."""
+    with one line when it is there and differs, or its checksum cannot be had. ``checksum``
+    None compares the size only (a copy verified whole before)."""
     if remote is None:
         return False
     if remote.size != size:
         raise InstoreError(mismatch_line(url, "size", str(remote.size), str(size)))
+    if checksum is None:
+        return True
     if remote.adler32 is None:
         raise InstoreError(f"{url}: the endpoint reports no adler32, so the copy cannot be "
                            "verified", "enable checksums on the storage (xrootd.chksum adler32)")  # fmt: skip
@@ -107,12 +110,13 @@ def _stat_xrootd(url: str, checksum: bool = True) -> Remote | None:
         if re.search(r"\[3011\]|no such file", proc.stderr, re.IGNORECASE):
             return None
         raise _xrd_failed(url, proc)
-    size = re.search(r"Size:\s*(\d+)", proc.stdout)
+    found = re.search(r"Size:\s*(\d+)", proc.stdout)
+    size = int(found.group(1)) if found else -1
     if not checksum:
-        return Remote(int(size.group(1)) if size else -1, None)
+        return Remote(size, None)
     summed = _xrd(["xrdfs", host, "query", "checksum", parts.path], 300)
-    found = re.search(r"adler32\s+([0-9a-fA-F]+)", summed.stdout)
-    return Remote(int(size.group(1)) if size else -1, found.group(1) if found else None)
+    digest = re.search(r"adler32\s+([0-9a-fA-F]+)", summed.stdout)
+    return Remote(size, digest.group(1) if digest else None)
 
 
 def _put_xrootd(local: Path, url: str) -> None:

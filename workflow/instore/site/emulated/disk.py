@@ -59,17 +59,21 @@ def readahead_kb(dev: str) -> int:
     return int(run(["blockdev", "--getra", dev]).stdout.strip()) // 2
 
 
+def _block_stat(dev: str) -> list[int]:
+    """The device's I/O counters since it was attached (Documentation/block/stat.rst)."""
+    return [int(f) for f in Path(f"/sys/block/{Path(dev).name}/stat").read_text().split()]
+
+
 def bytes_read(dev: str) -> int:
-    """Bytes read from the device since it was attached: what the disk served, including
-    block readahead that no client asked for (/sys/block/*/stat counts 512-byte sectors)."""
-    fields = Path(f"/sys/block/{Path(dev).name}/stat").read_text().split()
-    return int(fields[2]) * 512
+    """Bytes read from the device: what the disk served, including block readahead that no
+    client asked for (the counter is in 512-byte sectors)."""
+    return _block_stat(dev)[2] * 512
 
 
 def reads_done(dev: str) -> int:
-    """Read requests the device has completed since it was attached, after the block layer
-    merged neighbours: what the blkio IOPS limit counts."""
-    return int(Path(f"/sys/block/{Path(dev).name}/stat").read_text().split()[0])
+    """Read requests the device has completed, after the block layer merged neighbours: what
+    the blkio IOPS limit counts."""
+    return _block_stat(dev)[0]
 
 
 def major_minor(dev: str) -> str:
