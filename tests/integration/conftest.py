@@ -91,7 +91,8 @@ def study_env(tmp_path: Path, small_files: dict[str, Path]) -> dict[str, Path]:
 def payload_image() -> dict:
     """Build the payload image once per test session (a no-op when it is current)."""
     from instore.container import image
+    from instore.container.project import find_project
 
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed (make system)")
-    return image.build(image.find_project())
+    return image.build(find_project())

@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
-from instore.container import image
+from instore.container import image, podman
 from instore.container.measure import run_payload
+from instore.container.project import find_project
 from instore.container.runtime import NO_ACCESS, Access, Bind, Runtime, Target, launch
 
 pytestmark = pytest.mark.integration
@@ -46,10 +47,10 @@ def test_build_records_the_digest_and_is_not_repeated(payload_image, podman_targ
     assert payload_image["image_digest"].startswith("sha256:")
     assert podman_target.image_digest == payload_image["image_digest"]
     started = time.monotonic()
-    again = image.build(image.find_project())
+    again = image.build(find_project())
     assert again == payload_image
     assert time.monotonic() - started < 30
-    inspected = image.inspect(podman_target.store, payload_image["image"])
+    inspected = podman.inspect(podman_target.store, payload_image["image"])
     assert inspected["image_digest"] == payload_image["image_digest"]
 
 

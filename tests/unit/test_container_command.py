@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from instore.container import command, image
+from instore.container import command, hashing, image, podman
+from instore.container.project import Project
 from instore.container.runtime import Access, Bind
 from instore.errors import InstoreError
 
@@ -19,9 +20,9 @@ def parse(*argv: str) -> argparse.Namespace:
 
 
 def test_build_hands_base_and_force_to_the_builder_and_prints_its_record(monkeypatch, capsys):
-    project = image.Project(Path("/nowhere"))
+    project = Project(Path("/nowhere"))
     calls = []
-    monkeypatch.setattr(image, "find_project", lambda: project)
+    monkeypatch.setattr(command, "find_project", lambda: project)
     monkeypatch.setattr(image, "build", lambda *a, **kw: calls.append((a, kw)) or {"image": "x"})
     args = parse("build", "--force", "--base", "docker.io/library/debian:bookworm")
     assert args.func(args) == 0
@@ -34,12 +35,12 @@ def test_status_says_a_package_edit_needs_a_rebuild(tmp_path, monkeypatch, capsy
                        "pyproject.toml": "[project]\n", "workflow/instore/a.py": ""}.items():  # fmt: skip
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    project = image.Project(tmp_path)
+    project = Project(tmp_path)
     project.build_dir.mkdir(parents=True)
-    record = {"image": "localhost/instore-payload:x", "content_hash": image.current_hash(project)}
+    record = {"image": "localhost/instore-payload:x", "content_hash": hashing.current_hash(project)}
     project.record_path.write_text(json.dumps(record))
-    monkeypatch.setattr(image, "find_project", lambda: project)
-    monkeypatch.setattr(image, "image_exists", lambda store, ref: True)
+    monkeypatch.setattr(command, "find_project", lambda: project)
+    monkeypatch.setattr(podman, "image_exists", lambda store, ref: True)
     monkeypatch.setattr(command.shutil, "which", lambda name: f"/usr/bin/{name}")
 
     def status() -> dict:

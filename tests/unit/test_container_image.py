@@ -7,13 +7,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from instore.container import image
+from instore.container import hashing, image, podman
+from instore.container.project import PODMAN_RUNROOT_MAX, Project
 from instore.container.runtime import Runtime
 from instore.errors import InstoreError
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> image.Project:
+def project(tmp_path: Path) -> Project:
     files = {
         "containers/Containerfile": "FROM base\n",
         "envs/requirements.lock": "root==0.1a12\n",
@@ -25,21 +26,21 @@ def project(tmp_path: Path) -> image.Project:
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    return image.Project(tmp_path)
+    return Project(tmp_path)
 
 
-def current_hash(project: image.Project) -> str:
-    return image.current_hash(project)
+def current_hash(project: Project) -> str:
+    return hashing.current_hash(project)
 
 
-def write_current_record(project: image.Project, **extra: str) -> dict:
+def write_current_record(project: Project, **extra: str) -> dict:
     """A build record for the project as it is now, as ``instore container build`` writes it."""
     project.build_dir.mkdir(parents=True, exist_ok=True)
     record = {
         "image": "localhost/instore-payload:x",
         "image_digest": "sha256:ab",
         "content_hash": current_hash(project),
-        "base": image.base_spec(None),
+        "base": hashing.base_spec(None),
         **extra,
     }
     project.record_path.write_text(json.dumps(record))
@@ -54,7 +55,7 @@ def test_context_holds_recipe_lock_and_package_but_no_byproducts(project):
     (root / "workflow/instore.egg-info/PKG-INFO").write_text("x")
     (root / "notebooks").mkdir()
     (root / "notebooks/a.ipynb").write_text("{}")
-    assert sorted(image.context(project)) == [
+    assert sorted(hashing.context(project)) == [
         "README.md",
         "containers/Containerfile",
         "envs/requirements.lock",
@@ -62,8 +63,8 @@ def test_context_holds_recipe_lock_and_package_but_no_byproducts(project):
         "workflow/instore/__init__.py",
         "workflow/instore/cpp/payload.cxx",
     ]
-    assert image.context(project)["README.md"] == image.README_STAND_IN
-    assert b"tool.ruff" not in image.context(project)["pyproject.toml"]
+    assert hashing.context(project)["README.md"] == hashing.README_STAND_IN
+    assert b"tool.ruff" not in hashing.context(project)["pyproject.toml"]
 
 
 @pytest.mark.parametrize(
@@ -78,7 +79,7 @@ def test_hash_changes_with_recipe_lock_or_package(project, changed):
 
 def test_hash_changes_with_a_new_package_file_and_with_the_base(project):
     before = current_hash(project)
-    assert image.current_hash(project, "docker.io/library/debian:bookworm") != before
+    assert hashing.current_hash(project, "docker.io/library/debian:bookworm") != before
     (project.root / "workflow/instore/new.py").write_text("")
     assert current_hash(project) != before
 
@@ -93,7 +94,7 @@ def test_hash_ignores_notebooks_and_bytecode(project):
 
 
 def test_hash_separates_name_from_content():
-    assert image.content_hash({"a": b"bc"}, "") != image.content_hash({"ab": b"c"}, "")
+    assert hashing.content_hash({"a": b"bc"}, "") != hashing.content_hash({"ab": b"c"}, "")
 
 
 @pytest.mark.parametrize(
@@ -129,10 +130,10 @@ def test_package_source_or_metadata_edits_change_its_hash(project, changed, text
 
 def test_rebuild_reasons():
     record = {"content_hash": "h1", "image": "localhost/instore-payload:h1"}
-    assert image.rebuild_reason(None, "h1", False) == "no image has been built"
-    assert "changed" in image.rebuild_reason(record, "h2", True)
-    assert "missing" in image.rebuild_reason(record, "h1", False)
-    assert image.rebuild_reason(record, "h1", True) is None
+    assert hashing.rebuild_reason(None, "h1", False) == "no image has been built"
+    assert "changed" in hashing.rebuild_reason(record, "h2", True)
+    assert "missing" in hashing.rebuild_reason(record, "h1", False)
+    assert hashing.rebuild_reason(record, "h1", True) is None
 
 
 def test_record_round_trip_and_bad_json(project):
@@ -169,7 +170,7 @@ def test_apptainer_target_needs_a_sif_built_from_the_current_image(project):
 
 
 def test_none_target_needs_no_image(tmp_path):
-    target = image.target_for(Runtime.NONE, image.Project(tmp_path))
+    target = image.target_for(Runtime.NONE, Project(tmp_path))
     assert (target.runtime, target.image_digest) == (Runtime.NONE, None)
 
 
@@ -195,7 +196,7 @@ def test_build_args_mount_the_ca_bundle_read_only(project, tmp_path, monkeypatch
 
 
 def test_stage_context_copies_exactly_the_hashed_files(project, tmp_path):
-    files = image.context(project)
+    files = hashing.context(project)
     dest = tmp_path / "ctx"
     (dest / "stale").mkdir(parents=True)
     image.stage_context(files, dest)
@@ -206,7 +207,7 @@ def test_stage_context_copies_exactly_the_hashed_files(project, tmp_path):
 
 
 def test_missing_tools_give_one_line_errors(project, monkeypatch):
-    monkeypatch.setattr(image.shutil, "which", lambda name: None)
+    monkeypatch.setattr(podman.shutil, "which", lambda name: None)
     with pytest.raises(InstoreError) as err:
         image.build(project)
     assert (
@@ -216,7 +217,7 @@ def test_missing_tools_give_one_line_errors(project, monkeypatch):
     project.build_dir.mkdir(parents=True)
     monkeypatch.setattr(image, "image_exists", lambda store, ref: False)
     with pytest.raises(InstoreError, match="mmdebstrap is not installed"):
-        image.build_base(project, project.store(), image.base_spec(None))
+        image.build_base(project, project.store(), hashing.base_spec(None))
 
 
 def test_a_failed_build_step_names_the_last_log_line_in_one_line(tmp_path):
@@ -228,13 +229,13 @@ def test_a_failed_build_step_names_the_last_log_line_in_one_line(tmp_path):
         "print('step 1 ok'); print('E: no such package g++'); exit(100)",
     ]
     with pytest.raises(InstoreError) as err:
-        image.logged("podman build", failing, log, "fix the recipe")
+        podman.logged("podman build", failing, log, "fix the recipe")
     assert (
         str(err.value)
         == f"podman build failed: E: no such package g++ -- see {log}; fix the recipe"
     )
     assert "step 1 ok" in log.read_text()
-    image.logged("podman build", [sys.executable, "-c", "print('fine')"], log, "unused")
+    podman.logged("podman build", [sys.executable, "-c", "print('fine')"], log, "unused")
     assert log.read_text().endswith("fine\n")
 
 
@@ -243,7 +244,7 @@ def test_podman_runroot_stays_short_under_a_long_xdg_runtime_dir(project, monkey
     characters"): a long XDG_RUNTIME_DIR must not make every container fail to start."""
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/tmp/" + "x" * 60)
     store = project.store()
-    assert len(str(store.runroot)) <= image.PODMAN_RUNROOT_MAX
+    assert len(str(store.runroot)) <= PODMAN_RUNROOT_MAX
     assert store.runroot.is_relative_to("/run/instore-podman")
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/0")
     assert project.store().runroot.is_relative_to("/run/user/0/instore-podman")

@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from instore.inspect import basket_map, open_tree
-from instore.payload import Pattern, ReadOptions, run_read
+from instore.payload.pattern import Pattern
+from instore.payload.runner import ReadOptions, run_read
 from instore.rootenv import root
 
 ENGINES = ["root", "uproot"]

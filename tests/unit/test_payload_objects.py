@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import uproot
 from instore.errors import InstoreError
-from instore.payload import ReadOptions, run_read
 from instore.payload.objects import RNTUPLE, TTREE, DataObject, choose
+from instore.payload.runner import ReadOptions, run_read
 
 ENGINES = ["root", "uproot"]
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from instore.payload import Pattern, ReadOptions, run_read
+from instore.payload.pattern import Pattern
+from instore.payload.runner import ReadOptions, run_read
 from instore.rootenv import root
 
 ENGINES = ["root", "uproot"]

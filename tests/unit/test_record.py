@@ -36,10 +36,13 @@ COLUMNS = {
     "event_rate_hz", "bytes_read", "read_calls", "vector_reads", "read_size_hist",
     "bytes_needed", "read_amplification", "mb_per_s", "cache_bytes_effective", "rchar_delta",
     "counters", "format", "object_name", "error", "start_lateness_s", "provenance",
+    "ready_at",
     # the container's
     "runtime", "image_digest", "container_startup_s", "outer_wall_s", "exit_status",
+    "launch", "launch_s",
     # the job's fate
     "job", "node", "attempts", "status", "attempt_errors", "start_skew_s", "batch_job_id",
+    "launch_note",
     # the point's measurement and the site
     "point_key", "jobs", "measured_at", "disk_bytes_read", "repaired_before",
     "link_bytes_read", "rtt_ms_measured", "bandwidth_mbit_applied", "disk_reads",

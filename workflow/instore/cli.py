@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "generate": "instore.generate.command",
     "inspect": "instore.inspect.command",
     "read": "instore.payload.command",
+    "warm": "instore.payload.warm",
     "container": "instore.container.command",
     "sweep": "instore.sweep.command",
     "summarize": "instore.summary.command",

@@ -155,6 +155,7 @@ class JobResult:
     start_lateness_s: float | None = None  # how late the job reached --start-at
     cold_cache_dropped: bool | None = None  # None: not a cold read of a local file
     passes: int | None = None  # reads of the file (fixed-time mode); None when it failed
+    ready_at: float | None = None  # Unix time the payload was ready to measure (after start-up)
     record_version: int = RECORD_VERSION
     reads: list[tuple[int, int]] = field(default_factory=list, repr=False)  # the access log only
 
@@ -171,6 +172,7 @@ class JobResult:
             **asdict(self.measurement),
             "error": self.error,
             "start_lateness_s": self.start_lateness_s,
+            "ready_at": self.ready_at,
             "provenance": asdict(self.provenance),
         }
 
@@ -184,6 +186,11 @@ class ContainerRun:
     container_startup_s: float | None
     outer_wall_s: float  # the job's wall seen from outside: start-up included
     exit_status: int
+    # How the job's process started: "exec" (a new process, in a new container) or "fork"
+    # (a child of the worker's warm payload); and the time from submitting it to the payload
+    # being ready to measure (jobs told to start together then wait for the common start).
+    launch: str = "exec"
+    launch_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -197,6 +204,7 @@ class JobFate:
     attempt_errors: list[str]
     start_skew_s: float  # how late the job passed the point's barrier
     batch_job_id: str | None  # the worker's own batch (SLURM) job, if any
+    launch_note: str | None = None  # the worker's warm payload had died and was replaced
 
 
 @dataclass(frozen=True)

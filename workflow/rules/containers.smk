@@ -1,11 +1,12 @@
 # The payload image: rebuilt only when what goes into it changes (recipe, lock, package
 # sources; the container package hashes them, not the README, notebooks or tests); jobs then
 # run in it. With runtime=none jobs use the host venv and there is no image stage.
-from instore.container import image as payload_image
+from instore.container.hashing import context_files, current_hash
+from instore.container.project import find_project
 from instore.container.runtime import Runtime, select_runtime
 
 RUNTIME = select_runtime(RUN.options.runtime).runtime
-PROJECT = payload_image.find_project(Path(workflow.basedir))
+PROJECT = find_project(Path(workflow.basedir))
 IMAGE_RECORD = str(PROJECT.record_path)
 
 
@@ -17,7 +18,7 @@ IMAGE_INPUT = [IMAGE_RECORD] if RUNTIME is not Runtime.NONE else []
 
 rule container_image:
     input:
-        [str(p) for p in payload_image.context_files(PROJECT).values()],
+        [str(p) for p in context_files(PROJECT).values()],
     output:
         IMAGE_RECORD,
     log:
@@ -25,7 +26,7 @@ rule container_image:
     params:
         # The packaging part of pyproject.toml and the base are hashed, not inputs: a change
         # to them changes this value, and Snakemake reruns the rule for it.
-        content=payload_image.current_hash(PROJECT),
+        content=current_hash(PROJECT),
         sif="--sif" if RUNTIME is Runtime.APPTAINER else "",
         project=lambda w, output: Path(output[0]).parents[2],  # the checkout
     conda:

@@ -14,8 +14,9 @@ What the sweep calls::
 ``launch(target, argv, access)`` gives the full command without running it (e.g. for srun).
 """
 
-from instore.container.image import build, find_project, target_for
+from instore.container.image import build, target_for
 from instore.container.measure import Startup, measure_startup, run_payload
+from instore.container.project import find_project
 from instore.container.runtime import Access, Bind, Launch, Runtime, Target, launch, select_runtime
 
 __all__ = [

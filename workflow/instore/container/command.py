@@ -10,8 +10,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from instore.container import image
+from instore.container import export, hashing, image, podman
 from instore.container.measure import measure_startup, run_payload
+from instore.container.project import find_project
 from instore.container.runtime import SETTINGS, Access, Bind, select_runtime
 from instore.errors import InstoreError
 
@@ -57,12 +58,12 @@ def _register_build(commands: argparse._SubParsersAction) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    project = image.find_project()
+    project = find_project()
     record = image.build(project, base=args.base, force=args.force)
     if args.oci_archive:
-        image.save_oci_archive(project, record)
+        export.save_oci_archive(project, record)
     if args.sif:
-        record = image.build_sif(project, record)
+        record = export.build_sif(project, record)
     print(json.dumps(record, indent=2))
     return 0
 
@@ -74,14 +75,14 @@ def _register_status(commands: argparse._SubParsersAction) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    project = image.find_project()
+    project = find_project()
     choice = select_runtime(args.runtime)
     record = image.read_record(project)
-    current = image.current_hash(project, (record or {}).get("base"))
+    current = hashing.current_hash(project, (record or {}).get("base"))
     present = (
         record is not None
         and shutil.which("podman") is not None
-        and image.image_exists(project.store(), record.get("image", ""))
+        and podman.image_exists(project.store(), record.get("image", ""))
     )
     status = {
         "runtime": choice.runtime.value,
@@ -91,7 +92,7 @@ def _status(args: argparse.Namespace) -> int:
         "image": (record or {}).get("image"),
         "image_digest": (record or {}).get("image_digest"),
         "image_present": present,
-        "rebuild_needed": image.rebuild_reason(record, current, present),
+        "rebuild_needed": hashing.rebuild_reason(record, current, present),
     }
     print(json.dumps(status, indent=2))
     return 0

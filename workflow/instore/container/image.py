@@ -3,8 +3,12 @@
 No image registry is reachable on the study machines, so the base is a Debian root file system
 from the apt mirror. The image lives in the project's own podman storage (not the host's), is
 rebuilt only when the content hash of what goes into it (recipe, lock, package sources, the
-packaging part of pyproject.toml, base) changes, not on a README, notebook or test edit,
-and its digest is recorded in ``build/container/payload.json`` for every run record to carry.
+packaging part of pyproject.toml, base; see ``hashing``) changes, not on a README, notebook or
+test edit, and its digest is recorded in ``build/container/payload.json`` for every run record
+to carry. The record is written and read here, and ``target_for`` turns it into the image a
+runtime runs. This module is the build itself and what it leaves behind; the checkout's paths
+are in ``project``, the hashed inputs in ``hashing``, podman calls in ``podman`` and the
+OCI/SIF export in ``export``.
 """
 
 from __future__ import annotations
@@ -13,181 +17,39 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-import instore
-from instore.container.runtime import PodmanStore, Runtime, Target, last_line, ulimit_args
+from instore.container.hashing import (
+    BASE_SUITE,
+    MMDEBSTRAP_OPTIONS,
+    base_spec,
+    content_hash,
+    context,
+    current_hash,
+    rebuild_reason,
+)
+from instore.container.podman import (
+    _podman_version,
+    image_exists,
+    inspect,
+    logged,
+    require_podman,
+)
+from instore.container.project import Project, find_project
+from instore.container.runtime import PodmanStore, Runtime, Target, ulimit_args
 from instore.errors import InstoreError
 
 log = logging.getLogger(__name__)
 
 IMAGE_NAME = "localhost/instore-payload"
-BASE_SUITE = "bookworm"
-BASE_PACKAGES = ("python3", "python3-venv", "ca-certificates")
-# Keep the base lean: no recommends, no docs, man pages or translations.
-MMDEBSTRAP_OPTIONS = (
-    "--variant=apt",
-    f"--include={','.join(BASE_PACKAGES)}",
-    '--aptopt=APT::Install-Recommends "false"',
-    "--dpkgopt=path-exclude=/usr/share/doc/*",
-    "--dpkgopt=path-include=/usr/share/doc/*/copyright",
-    "--dpkgopt=path-exclude=/usr/share/man/*",
-    "--dpkgopt=path-exclude=/usr/share/locale/*",
-)
 HOST_SOURCES = Path("/etc/apt/sources.list.d/debian.sources")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 CA_IN_BUILD = "/run/instore-host-ca.crt"
-# Files of the package tree that are build by-products, not sources.
-IGNORED_PARTS = ("__pycache__", ".egg-info", ".pytest_cache")
-# The pyproject.toml tables ``pip install`` reads; the rest configures tests and linters.
-PACKAGING_TABLES = ("build-system", "project", "tool.setuptools")
-_TABLE_HEADER = re.compile(r"^\[{1,2}\s*([A-Za-z0-9_.-]+)\s*\]{1,2}\s*(#.*)?$")
-# The package metadata names README.md; the image gets this instead of the real one, so
-# editing the README does not rebuild the image (and rerun every sweep and report).
-README_STAND_IN = b"instore payload image: the README is in the instore repository.\n"
-
-
-PODMAN_RUNROOT_MAX = 50  # "the specified runroot is longer than 50 characters"
-
-
-@dataclass(frozen=True)
-class Project:
-    """Where the recipe, the lock and the build outputs of one checkout live."""
-
-    root: Path
-
-    @property
-    def build_dir(self) -> Path:
-        return self.root / "build" / "container"
-
-    @property
-    def containerfile(self) -> Path:
-        return self.root / "containers" / "Containerfile"
-
-    @property
-    def definition(self) -> Path:
-        return self.root / "containers" / "payload.def"
-
-    @property
-    def containers_conf(self) -> Path:
-        return self.root / "containers" / "containers.conf"
-
-    @property
-    def record_path(self) -> Path:
-        return self.build_dir / "payload.json"
-
-    @property
-    def oci_archive(self) -> Path:
-        return self.build_dir / "payload.oci.tar"
-
-    @property
-    def sif(self) -> Path:
-        return self.build_dir / "payload.sif"
-
-    @property
-    def log_path(self) -> Path:
-        return self.build_dir / "build.log"
-
-    def store(self) -> PodmanStore:
-        """The project's podman storage; run state goes to a tmpfs-like dir keyed by it."""
-        root = self.build_dir / "storage"
-        key = hashlib.sha256(str(root).encode()).hexdigest()[:12]
-        run = Path(os.environ.get("XDG_RUNTIME_DIR") or "/run") / "instore-podman" / key
-        if len(str(run / "storage")) > PODMAN_RUNROOT_MAX:  # podman refuses a longer runroot
-            run = Path("/run") / "instore-podman" / key
-        return PodmanStore(root, run / "storage", run / "libpod", self.containers_conf)
-
-
-def find_project(start: Path | None = None) -> Project:
-    """The checkout holding containers/Containerfile: INSTORE_PROJECT_DIR, the package's, or cwd."""
-    candidates = [
-        Path(os.environ["INSTORE_PROJECT_DIR"]) if "INSTORE_PROJECT_DIR" in os.environ else None,
-        start,
-        Path(instore.__file__).resolve().parents[2],
-        Path.cwd(),
-    ]
-    for candidate in candidates:
-        if candidate is not None and (candidate / "containers" / "Containerfile").is_file():
-            return Project(candidate.resolve())
-    raise InstoreError(
-        "cannot find the instore checkout (containers/Containerfile)",
-        "run from the repository root or set INSTORE_PROJECT_DIR",
-    )
-
-
-def context_files(project: Project) -> dict[str, Path]:
-    """The files the Containerfile copies as they are (recipe, lock, package sources), by
-    their path in the build context: an edit to any of them can change the image."""
-    files = {
-        "containers/Containerfile": project.containerfile,
-        "envs/requirements.lock": project.root / "envs" / "requirements.lock",
-    }
-    package = project.root / "workflow" / "instore"
-    for path in sorted(_package_sources(package)):
-        files[path.relative_to(project.root).as_posix()] = path
-    return files
-
-
-def _package_sources(package: Path) -> Iterator[Path]:
-    for path in package.rglob("*"):
-        ignored = any(part.endswith(IGNORED_PARTS) for part in path.parts)
-        if path.is_file() and not ignored and path.suffix != ".pyc":
-            yield path
-
-
-def packaging_metadata(pyproject: Path) -> bytes:
-    """pyproject.toml without the tables pip never reads (pytest, ruff settings), so a change
-    to how the project is tested or linted leaves the image as it is."""
-    kept, keep = [], True
-    for line in pyproject.read_text().splitlines(keepends=True):
-        header = _TABLE_HEADER.match(line)
-        if header:
-            keep = header.group(1).startswith(PACKAGING_TABLES)
-        if keep:
-            kept.append(line)
-    return "".join(kept).encode()
-
-
-def context(project: Project) -> dict[str, bytes]:
-    """Everything the build context holds, by path: the copied files, the packaging part of
-    pyproject.toml and a fixed stand-in for the README the package metadata names."""
-    out = {name: path.read_bytes() for name, path in context_files(project).items()}
-    out["pyproject.toml"] = packaging_metadata(project.root / "pyproject.toml")
-    out["README.md"] = README_STAND_IN
-    return out
-
-
-def content_hash(files: Mapping[str, bytes], base: str) -> str:
-    """sha256 over the base and each file's name and bytes: equal hash, equal image inputs."""
-    digest = hashlib.sha256(f"base\0{base}\0".encode())
-    for name in sorted(files):
-        data = files[name]
-        digest.update(f"{name}\0{len(data)}\0".encode())
-        digest.update(data)
-    return digest.hexdigest()
-
-
-def current_hash(project: Project, base: str | None = None) -> str:
-    """The content hash of the image this checkout would build on ``base``."""
-    return content_hash(context(project), base or base_spec(None))
-
-
-def rebuild_reason(record: dict | None, current_hash: str, image_present: bool) -> str | None:
-    """Why the image must be (re)built, or None when the recorded image is current."""
-    if record is None:
-        return "no image has been built"
-    if record.get("content_hash") != current_hash:
-        return "recipe, lock or package sources changed"
-    if not image_present:
-        return f"image {record.get('image')} is missing from the project's podman storage"
-    return None
 
 
 def read_record(project: Project) -> dict | None:
@@ -202,51 +64,8 @@ def read_record(project: Project) -> dict | None:
         ) from err
 
 
-def base_spec(base: str | None) -> str:
-    """What the base is: a named image, or the mmdebstrap recipe (part of the content hash)."""
-    if base:
-        return base
-    return " ".join(["mmdebstrap", BASE_SUITE, *MMDEBSTRAP_OPTIONS])
-
-
 def base_tag(spec: str) -> str:
     return f"localhost/instore-base:{BASE_SUITE}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
-
-
-def logged(what: str, argv: Sequence[str], log_path: Path, fix: str, **kwargs) -> None:
-    """Run a long build step with its output appended to the build log; on failure raise
-    naming the step and the log's last line (the error a person would look for first)."""
-    with log_path.open("a") as sink:
-        sink.write(f"$ {' '.join(argv)}\n")
-        sink.flush()
-        proc = subprocess.run(argv, stdout=sink, stderr=subprocess.STDOUT, check=False, **kwargs)
-    if proc.returncode != 0:
-        tail = last_line(log_path.read_text())
-        raise InstoreError(f"{what} failed: {tail}", f"see {log_path}; {fix}")
-
-
-def podman(store: PodmanStore, args: Sequence[str]) -> str:
-    """Run a short podman query on the project store; return stdout or raise with its error."""
-    argv = [*store.argv(), *args]
-    proc = subprocess.run(argv, env=store.env(), capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise InstoreError(
-            f"podman {args[0]} failed: {last_line(proc.stderr)}",
-            "check the podman installation (make system) and `instore container status`",
-        )
-    return proc.stdout
-
-
-def require_podman() -> None:
-    if shutil.which("podman") is None:
-        raise InstoreError(
-            "podman is not installed", "run `make system` as root, or use --runtime none"
-        )
-
-
-def image_exists(store: PodmanStore, ref: str) -> bool:
-    argv = [*store.argv(), "image", "exists", ref]
-    return subprocess.run(argv, env=store.env(), capture_output=True, check=False).returncode == 0
 
 
 def build_base(project: Project, store: PodmanStore, spec: str) -> str:
@@ -316,18 +135,6 @@ def build_args(project: Project, base_ref: str, tag: str, pull: bool) -> list[st
     return [*args, str(project.build_dir / "context")]
 
 
-def inspect(store: PodmanStore, ref: str) -> dict:
-    """The image's ID (its config digest: the same after save/load) and size."""
-    out = podman(store, ["image", "inspect", "--format", "{{json .}}", ref])
-    data = json.loads(out)
-    data = data[0] if isinstance(data, list) else data
-    image_id = data["Id"]
-    return {
-        "image_digest": image_id if image_id.startswith("sha256:") else f"sha256:{image_id}",
-        "size_bytes": int(data.get("Size", 0)),
-    }
-
-
 def build(project: Project, *, base: str | None = None, force: bool = False) -> dict:
     """Build the payload image if its inputs changed (or ``force``); return the build record."""
     require_podman()
@@ -381,10 +188,6 @@ def _build(
     return record
 
 
-def _podman_version(store: PodmanStore) -> str:
-    return podman(store, ["version", "--format", "{{.Client.Version}}"]).strip()
-
-
 def _write_record(project: Project, record: dict) -> None:
     tmp = project.record_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=2) + "\n")
@@ -397,39 +200,6 @@ def _drop_previous(store: PodmanStore, previous: dict | None, current_tag: str) 
     if old and old != current_tag and image_exists(store, old):
         argv = [*store.argv(), "rmi", old]
         subprocess.run(argv, env=store.env(), capture_output=True, check=False)
-
-
-def save_oci_archive(project: Project, record: dict) -> Path:
-    """Write the image as an OCI archive, the input Apptainer builds the SIF from."""
-    archive = project.oci_archive
-    archive.unlink(missing_ok=True)
-    store = project.store()
-    argv = ["save", "--format", "oci-archive", "--output", str(archive), record["image"]]
-    logged(
-        "podman save",
-        [*store.argv(), *argv],
-        project.log_path,
-        "check free disk space",
-        env=store.env(),
-    )
-    return archive
-
-
-def build_sif(project: Project, record: dict) -> dict:
-    """Build the SIF from containers/payload.def (which reads the OCI archive)."""
-    if shutil.which("apptainer") is None:
-        raise InstoreError(
-            "apptainer is not installed",
-            "build the SIF on a host that has it (containers/README.md)",
-        )
-    save_oci_archive(project, record)
-    argv = ["apptainer", "build", "--force", str(project.sif), str(project.definition)]
-    logged(
-        "apptainer build", argv, project.log_path, "check containers/payload.def", cwd=project.root
-    )
-    record = {**record, "sif": str(project.sif), "sif_content_hash": record["content_hash"]}
-    _write_record(project, record)
-    return record
 
 
 def target_for(runtime: Runtime, project: Project | None = None) -> Target:

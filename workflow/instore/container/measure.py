@@ -82,7 +82,11 @@ def parse_record(stdout: str) -> dict | None:
 
 
 def _container_run(
-    target: Target, startup_s: float | None, outer_wall_s: float, exit_status: int
+    target: Target,
+    startup_s: float | None,
+    outer_wall_s: float,
+    exit_status: int,
+    launch_s: float | None = None,
 ) -> ContainerRun:
     return ContainerRun(
         runtime=target.runtime.value,
@@ -90,6 +94,8 @@ def _container_run(
         container_startup_s=startup_s,
         outer_wall_s=outer_wall_s,
         exit_status=exit_status,
+        launch="exec",
+        launch_s=launch_s,
     )
 
 
@@ -107,6 +113,7 @@ def run_contained(
     run is recorded rather than dropped.
     """
     command = launch(target, payload_argv, access)
+    submitted = time.time()
     try:
         proc, outer = _timed(command, timeout)
     except subprocess.TimeoutExpired:
@@ -118,7 +125,9 @@ def run_contained(
             "error": f"payload exited {proc.returncode} without a run record: "
             f"{last_line(proc.stderr)}"
         }
-    return record, _container_run(target, startup_s, outer, proc.returncode)
+    ready_at = record.get("ready_at")
+    launch_s = float(ready_at) - submitted if ready_at is not None else None
+    return record, _container_run(target, startup_s, outer, proc.returncode, launch_s)
 
 
 def run_payload(

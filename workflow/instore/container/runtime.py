@@ -181,12 +181,17 @@ def launch(
     payload_argv: Sequence[str],
     access: Access = NO_ACCESS,
     workdir: str = CONTAINER_HOME,
+    *,
+    name: str | None = None,
 ) -> Launch:
-    """Turn a payload command into the full command for the target's runtime."""
+    """Turn a payload command into the full command for the target's runtime.
+
+    ``name`` names a podman container so it can be removed by name (a long-lived warm
+    payload, which also reads its stdin: podman is told to pass it through)."""
     if not payload_argv:
         raise InstoreError("empty payload command", "pass the command after `--`")
     if target.runtime is Runtime.PODMAN:
-        argv = _podman_argv(target, payload_argv, access, workdir)
+        argv = _podman_argv(target, payload_argv, access, workdir, name)
         return Launch(Runtime.PODMAN, argv, _require_store(target).env())
     if target.runtime is Runtime.APPTAINER:
         argv = _apptainer_argv(target, payload_argv, access, workdir)
@@ -209,7 +214,7 @@ def _container_env(access: Access) -> dict[str, str]:
 
 
 def _podman_argv(
-    target: Target, payload_argv: Sequence[str], access: Access, workdir: str
+    target: Target, payload_argv: Sequence[str], access: Access, workdir: str, name: str | None
 ) -> list[str]:
     argv = [
         *_require_store(target).argv(),
@@ -223,6 +228,8 @@ def _podman_argv(
         workdir,
         *ulimit_args(),
     ]
+    if name:
+        argv += ["--name", name, "--interactive"]
     if access.fuse:
         argv += ["--device", "/dev/fuse"]
     for bind in access.binds:

@@ -1,6 +1,6 @@
-"""The measuring payload: one job reads one file and reports a run record."""
+"""The measuring payload: one job reads one file and reports a run record.
 
-from instore.payload.pattern import Pattern
-from instore.payload.runner import ReadOptions, run_read
-
-__all__ = ["Pattern", "ReadOptions", "run_read"]
+The package itself imports nothing: ``instore warm`` must set its environment before numpy,
+pandas and ROOT are loaded. Callers import ``instore.payload.runner`` (``ReadOptions``,
+``run_read``) and ``instore.payload.pattern`` (``Pattern``).
+"""

@@ -182,6 +182,7 @@ def run_read(opts: ReadOptions) -> JobResult:
     """Measure one job. Never raises for a failed read: the record carries the error."""
     obj, choose_error = choose_object(opts)
     prepare(opts.engine, obj.format if obj else None)
+    ready_at = time.time()
     lateness = wait_until(opts.start_at)
     start_time = utc_now()
     staged: Path | None = None
@@ -218,6 +219,7 @@ def run_read(opts: ReadOptions) -> JobResult:
         start_lateness_s=lateness,
         cold_cache_dropped=dropped,
         passes=passes,
+        ready_at=ready_at,
         reads=result.reads,
     )
 

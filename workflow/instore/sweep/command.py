@@ -12,7 +12,7 @@ from instore.site import load_site
 from instore.study import SECTIONS, load_study
 from instore.study.config import DEFAULT_STUDY
 from instore.sweep.cluster import ClusterSpec
-from instore.sweep.runner import SweepOptions, SweepSummary, run_site
+from instore.sweep.runner import LAUNCHES, SweepOptions, SweepSummary, run_site
 from instore.sweep.store import records_older_than
 
 FAILED_POINTS = 1  # exit status when some points' jobs failed (they are in the tables)
@@ -80,6 +80,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=["auto", "podman", "apptainer", "none"],
         help="run each job in this container runtime (default: none, the host venv)",
     )
+    p.add_argument(
+        "--launch",
+        default="fork",
+        choices=LAUNCHES,
+        help="how each job starts: fork (default: a fresh child of one warm payload per worker, "
+        "which imported ROOT and compiled the event loops once) or exec (a new process, and "
+        "container, per job: about 5 s of start-up each)",
+    )
     where = p.add_mutually_exclusive_group()
     where.add_argument(
         "--scheduler", help="address of an existing Dask scheduler (tcp://host:port)"
@@ -140,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
             kind=kind, address=args.scheduler, nodes=args.nodes, slurm_queue=args.slurm_queue
         ),
         progress=not args.no_progress,
+        launch=args.launch,
     )
     summary = run_site(opts)
     print(summary.line())

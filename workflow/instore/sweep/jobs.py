@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from instore.container import Access, Target
 from instore.container.measure import run_contained
+from instore.container.warm import run_warm
 from instore.record import JobFate, JobOutcome
 
 
@@ -23,6 +24,7 @@ class Job:
     timeout_s: float
     retries: int
     backoff_s: float = 2.0
+    launch: str = "fork"  # fork: a child of the worker's warm payload; exec: a process of its own
 
 
 def run_job(job: Job, start_at: float) -> JobOutcome:
@@ -33,12 +35,22 @@ def run_job(job: Job, start_at: float) -> JobOutcome:
     """
     time.sleep(max(0.0, start_at - time.time()))
     skew = time.time() - start_at
-    attempts, errors = 0, []
+    attempts, errors, notes = 0, [], []
     while True:
         attempts += 1
-        record, container = run_contained(
-            job.target, list(job.argv), job.access, startup_s=job.startup_s, timeout=job.timeout_s
-        )
+        if job.launch == "fork":
+            record, container, note = run_warm(
+                job.target, job.argv, job.access, timeout=job.timeout_s
+            )
+            notes += [note] if note else []
+        else:
+            record, container = run_contained(
+                job.target,
+                list(job.argv),
+                job.access,
+                startup_s=job.startup_s,
+                timeout=job.timeout_s,
+            )
         if not record.get("error"):
             break
         errors.append(str(record["error"]))
@@ -53,5 +65,6 @@ def run_job(job: Job, start_at: float) -> JobOutcome:
         attempt_errors=errors,
         start_skew_s=skew,
         batch_job_id=os.environ.get("SLURM_JOB_ID"),  # the worker's own SLURM job, if any
+        launch_note="; ".join(notes) or None,
     )
     return JobOutcome(record, container, fate)

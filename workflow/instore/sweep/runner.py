@@ -21,8 +21,7 @@ from distributed import Client
 from tqdm import tqdm
 
 from instore import credentials
-from instore.container import Access, Bind, measure_startup, select_runtime, target_for
-from instore.container.measure import run_payload
+from instore.container import Access, Bind, measure_startup, select_runtime, target_for, warm
 from instore.container.runtime import Runtime, Target
 from instore.errors import InstoreError
 from instore.generate.layouts import RNTUPLE_LAYOUTS
@@ -42,6 +41,10 @@ log = logging.getLogger(__name__)
 BARRIER_S = 1.0  # jobs of a point are told to start this long after submission
 CONTAINER_CGROUP = "/instore/blkio"  # where a container sees the site's blkio cgroup
 FALLBACK_ALIGN_S = 10.0  # measurement start after launch when start-up could not be measured
+LAUNCHES = ("fork", "exec")  # a child of the worker's warm payload, or a process of its own
+# Concurrent jobs start measuring this long after launch, beyond twice the measured start-up:
+# a container's start varies by about a second; a fork by milliseconds.
+ALIGN_MARGIN_S = {"exec": 1.0, "fork": 0.2}
 
 
 @dataclass
@@ -56,6 +59,13 @@ class SweepOptions:
     runtime: str = "none"
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
     progress: bool = True
+    launch: str = "fork"
+
+    def __post_init__(self) -> None:
+        if self.launch not in LAUNCHES:
+            raise InstoreError(
+                f"unknown launch {self.launch!r}", f"choose one of {', '.join(LAUNCHES)}"
+            )
 
 
 @dataclass
@@ -220,19 +230,29 @@ def run_site(opts: SweepOptions) -> SweepSummary:
             open_site(site, files=planned.files, results=opts.results) as live,
             cluster_client(spec) as (client, workers),
         ):
-            run = SweepRun(
-                opts=opts,
-                live=live,
-                client=client,
-                workers=workers,
-                target=target,
-                store=store,
-                summary=summary,
-                site=site_info(live),
-                startup=_container_startup(opts, live, target),
-                align_s=_warm_up(opts, live, target, todo[0][0]),
-            )
-            _measure(run, todo)
+            access = sweep_access(opts, live, target, [p for p, _ in todo])
+            try:
+                if opts.launch == "fork":
+                    _start_warm(client, workers, target, access)
+                startup = _container_startup(opts, target, access)
+                run = SweepRun(
+                    opts=opts,
+                    live=live,
+                    client=client,
+                    workers=workers,
+                    target=target,
+                    access=access,
+                    store=store,
+                    summary=summary,
+                    site=site_info(live),
+                    startup=startup,
+                    align_s=0.0,
+                )
+                run = dataclasses.replace(run, align_s=_warm_up(run, todo[0][0]))
+                _measure(run, todo)
+            finally:
+                if opts.launch == "fork":
+                    _stop_warm(client, workers)
     summary.tables = store.write_tables(opts.sections, planned.keys)
     return summary
 
@@ -247,10 +267,11 @@ class SweepRun:
     client: Client
     workers: list[str]
     target: Target
+    access: Access  # what every job of the sweep sees: data, scratch, the site's paths, creds
     store: RecordStore
     summary: SweepSummary
     site: SiteInfo
-    startup: float | None  # container start-up (median); None outside a container
+    startup: float | None  # container start-up (median); None outside a container or warm
     align_s: float  # concurrent jobs start measuring this long after launch
 
 
@@ -259,10 +280,46 @@ def site_info(live: LiveSite) -> SiteInfo:
     return SiteInfo(cfg.name, cfg.kind, getattr(cfg, "profile", None), live.conditions())
 
 
-def _container_startup(opts: SweepOptions, live: LiveSite, target: Target) -> float | None:
-    if target.runtime is Runtime.NONE:
+def sweep_access(
+    opts: SweepOptions, live: LiveSite, target: Target, points: Sequence[Point]
+) -> Access:
+    """What the sweep's jobs see, once for all its points: a warm payload's container is
+    started once with it. Every file every point reads is reachable, over its protocol."""
+    replicas = opts.study.files.replicas
+    urls = {live.url(p.protocol, f) for p in points for f in files_for(p, replicas)}
+    fuse = any(p.protocol == "fuse" for p in points)
+    return access_for(
+        sorted(urls), live.job_env(), opts.data, opts.scratch, fuse, in_container(target)
+    )
+
+
+def _start_warm(client: Client, workers: list[str], target: Target, access: Access) -> None:
+    """One warm payload per worker, before the first point: start-up is paid once."""
+    started = time.perf_counter()
+    infos = client.run(warm.start, target, access, workers=workers)
+    threads = max(int(i.get("threads", 1)) for i in infos.values())
+    log.info(
+        "warm payloads ready on %d worker(s) in %.1f s (%s, %d thread(s) in each parent)",
+        len(infos),
+        time.perf_counter() - started,
+        target.runtime,
+        threads,
+    )
+    if threads > 1:  # fork keeps only the forking thread; say so rather than hide it
+        log.warning("a warm payload runs %d threads when it forks its jobs", threads)
+
+
+def _stop_warm(client: Client, workers: list[str]) -> None:
+    try:
+        client.run(warm.stop_all, workers=workers)
+    except Exception as err:  # the workers are going anyway; their payloads die with them
+        log.warning("stopping the warm payloads: %s", err)
+
+
+def _container_startup(opts: SweepOptions, target: Target, access: Access) -> float | None:
+    """Container start-up (the median of 3 empty starts), for jobs that each start one."""
+    if target.runtime is Runtime.NONE or opts.launch == "fork":
         return None
-    access = access_for([], live.job_env(), opts.data, opts.scratch, False, True)
     return measure_startup(target, access, runs=3).median_s
 
 
@@ -292,15 +349,19 @@ def _measure(run: SweepRun, todo: list[tuple[Point, str]]) -> None:
         summary.failed_points += any(r["status"] != "ok" for r in rows)
 
 
-def _warm_up(opts: SweepOptions, live: LiveSite, target: Target, point: Point) -> float:
-    """Run one short job first: it warms the payload's start-up (bytecode, JIT caches) and tells
-    how long start-up takes, so concurrent jobs can be told when to start measuring together."""
-    url = live.url(
-        "posix" if "posix" in live.protocols else live.protocols[0], replica_name(point.layout, 0)
-    )
-    access = access_for([url], live.job_env(), opts.data, opts.scratch, False, in_container(target))
-    argv = ["instore", "read", url, "--tree", opts.study.tree, "--entries", "0.01"]
-    record = run_payload(target, argv, access, timeout=opts.study.timeout_s)
+def _warm_up(run: SweepRun, point: Point) -> float:
+    """Run one short job first, on a worker as the points' jobs run: it warms the payload's
+    start-up (bytecode, JIT caches, the first fork) and tells how long start-up takes, so
+    concurrent jobs can be told when to start measuring together."""
+    opts, live = run.opts, run.live
+    protocol = "posix" if "posix" in live.protocols else live.protocols[0]
+    url = live.url(protocol, replica_name(point.layout, 0))
+    argv = ("instore", "read", url, "--tree", opts.study.tree, "--entries", "0.01")
+    job = Job("warm-up", 0, 0, argv, run.target, run.access, run.startup,
+              opts.study.timeout_s, retries=0, launch=opts.launch)  # fmt: skip
+    future = run.client.submit(run_job, job, time.time(), workers=[run.workers[0]], pure=False)
+    outcome: JobOutcome = future.result()
+    record, container = outcome.payload, outcome.container
     if record.get("error"):  # the points will record their own failures; keep measuring
         log.warning(
             "warm-up job failed (%s); aligning concurrent jobs %.0f s after launch",
@@ -308,8 +369,11 @@ def _warm_up(opts: SweepOptions, live: LiveSite, target: Target, point: Point) -
             FALLBACK_ALIGN_S,
         )
         return FALLBACK_ALIGN_S
-    startup = float(record["outer_wall_s"]) - float(record.get("wall_s") or 0)
-    return 2 * startup + 1.0
+    startup = container.launch_s
+    if startup is None:  # a payload from an image without ready_at
+        startup = container.outer_wall_s - float(record.get("wall_s") or 0)
+    log.info("warm-up job: %s launch took %.3f s", container.launch, startup)
+    return 2 * startup + ALIGN_MARGIN_S[opts.launch]
 
 
 def job_start_at(jobs: int, now: float) -> float:
@@ -330,14 +394,6 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
     disk_before, link_before = live.disk_bytes_read(), live.link_bytes()
     reads_before = live.disk_reads()
     urls = [live.url(point.protocol, f) for f in files]
-    access = access_for(
-        urls,
-        live.job_env(),
-        opts.data,
-        opts.scratch,
-        point.protocol == "fuse",
-        in_container(run.target),
-    )
     start_at = job_start_at(point.jobs, time.time())
     measure_at = start_at + run.align_s if point.jobs > 1 else None
     jobs = [
@@ -347,11 +403,12 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
             node=j // point.fill,
             argv=job_argv(point, url, opts.study.tree, opts.scratch, measure_at),
             target=run.target,
-            access=access,
+            access=run.access,
             startup_s=run.startup,
             timeout_s=opts.study.timeout_s,
             retries=opts.study.retries,
             backoff_s=opts.study.backoff_s,
+            launch=opts.launch,
         )
         for j, url in enumerate(urls)
     ]

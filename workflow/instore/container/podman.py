@@ -1,0 +1,69 @@
+"""Podman plumbing: run a build step into the build log, query the project's podman store.
+
+Its own module so that the build, the export and the status command share one way of
+calling podman (and of turning its failure into a one-line error), without any of them
+importing the others.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from instore.container.runtime import PodmanStore, last_line
+from instore.errors import InstoreError
+
+
+def logged(what: str, argv: Sequence[str], log_path: Path, fix: str, **kwargs) -> None:
+    """Run a long build step with its output appended to the build log; on failure raise
+    naming the step and the log's last line (the error a person would look for first)."""
+    with log_path.open("a") as sink:
+        sink.write(f"$ {' '.join(argv)}\n")
+        sink.flush()
+        proc = subprocess.run(argv, stdout=sink, stderr=subprocess.STDOUT, check=False, **kwargs)
+    if proc.returncode != 0:
+        tail = last_line(log_path.read_text())
+        raise InstoreError(f"{what} failed: {tail}", f"see {log_path}; {fix}")
+
+
+def podman(store: PodmanStore, args: Sequence[str]) -> str:
+    """Run a short podman query on the project store; return stdout or raise with its error."""
+    argv = [*store.argv(), *args]
+    proc = subprocess.run(argv, env=store.env(), capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise InstoreError(
+            f"podman {args[0]} failed: {last_line(proc.stderr)}",
+            "check the podman installation (make system) and `instore container status`",
+        )
+    return proc.stdout
+
+
+def require_podman() -> None:
+    if shutil.which("podman") is None:
+        raise InstoreError(
+            "podman is not installed", "run `make system` as root, or use --runtime none"
+        )
+
+
+def image_exists(store: PodmanStore, ref: str) -> bool:
+    argv = [*store.argv(), "image", "exists", ref]
+    return subprocess.run(argv, env=store.env(), capture_output=True, check=False).returncode == 0
+
+
+def inspect(store: PodmanStore, ref: str) -> dict:
+    """The image's ID (its config digest: the same after save/load) and size."""
+    out = podman(store, ["image", "inspect", "--format", "{{json .}}", ref])
+    data = json.loads(out)
+    data = data[0] if isinstance(data, list) else data
+    image_id = data["Id"]
+    return {
+        "image_digest": image_id if image_id.startswith("sha256:") else f"sha256:{image_id}",
+        "size_bytes": int(data.get("Size", 0)),
+    }
+
+
+def _podman_version(store: PodmanStore) -> str:
+    return podman(store, ["version", "--format", "{{.Client.Version}}"]).strip()

@@ -1,0 +1,282 @@
+"""The warm payload: import ROOT and compile the event loops once, then fork one child per job.
+
+A cold ``instore read`` spends about 5 s starting (Python, ``import ROOT``, cling declaring and
+JIT-compiling the loops) to measure 0.2-2 s. The warm payload pays that once per sweep of a site.
+Each job is a fresh child forked from it, so every job still has clean state: its own process
+group, TFile, XRootD client, counters and cgroup membership, and it exits at its end.
+
+Fork is safe because the parent never opens a file, socket or XRootD client and runs no thread:
+it warms up on an in-memory tree only, and it says how many threads it has when it is ready
+(one). A job that crashes, runs out of memory or times out ends only its own process group;
+the parent serves the next job.
+
+The protocol is JSON lines: requests on stdin (``id``, ``argv`` -- an ``instore`` command --,
+``env``, ``timeout``), a ``ready`` line, then one response per job on stdout (``id``,
+``exit_status`` as ``subprocess`` gives it: minus the signal for a killed job, ``timed_out``,
+the job's ``stdout`` and ``stderr``, ``forked_at`` and ``ended_at``). The parent handles jobs
+concurrently in one thread (a selector over stdin and one pidfd per child); end of stdin stops
+it and every job still running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import json
+import os
+import selectors
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+OUTPUT_TAIL = 200_000  # bytes of a job's stdout and stderr sent back (the record is the last line)
+
+
+@dataclass
+class Running:
+    """One forked job the parent waits for."""
+
+    id: str
+    pid: int
+    pidfd: int
+    out: Path
+    err: Path
+    forked_at: float
+    deadline: float | None
+    timed_out: bool = False
+
+
+def warm_up() -> dict[str, Any]:
+    """Everything a job would do before its clock starts, done once: imports, cling, JIT."""
+    started = time.perf_counter()
+    from instore.payload import command  # noqa: F401  (the CLI a job runs)
+    from instore.payload.objects import RNTUPLE
+    from instore.payload.runner import prepare
+    from instore.record import Provenance
+
+    prepare("root", RNTUPLE)  # the TTree and RNTuple loops, compiled and run once in memory
+    prepare("uproot")
+    import uproot.source.coalesce
+    import uproot.source.futures  # noqa: F401
+
+    Provenance.collect()  # its cached parts (ROOT's release) are ready for every child
+    return {"warm_s": time.perf_counter() - started}
+
+
+def thread_count() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def _die_with_parent() -> None:
+    """A job dies with the warm parent: nothing of a stopped sweep keeps reading."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _redirect(fd: int, path: str | Path, flags: int) -> None:
+    new = os.open(path, flags, 0o600)
+    os.dup2(new, fd)
+    os.close(new)
+
+
+def run_child(request: dict[str, Any], out: Path, err: Path, private_fds: list[int]) -> None:
+    """In the forked child: become a job of its own and run the ``instore`` command. Never
+    returns."""
+    code = 1
+    try:
+        os.setpgid(0, 0)  # a timeout or crash kills this job's group only
+        _die_with_parent()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)
+        for fd in private_fds:
+            os.close(fd)
+        _redirect(0, os.devnull, os.O_RDONLY)
+        _redirect(1, out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        _redirect(2, err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.environ.update(request.get("env") or {})
+        argv = list(request["argv"])
+        if argv[:1] != ["instore"]:
+            raise ValueError(f"the warm payload runs instore commands only, not {argv[:1]}")
+        from instore.cli import main
+
+        code = main(argv[1:])
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def write_line(fd: int, message: dict[str, Any]) -> None:
+    data = (json.dumps(message) + "\n").encode()
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, path.stat().st_size - OUTPUT_TAIL))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class WarmParent:
+    """The warm process's loop: read requests, fork jobs, answer as they end."""
+
+    def __init__(self, reply_fd: int, request_fd: int = 0) -> None:
+        self.reply_fd = reply_fd
+        self.request_fd = request_fd
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(request_fd, selectors.EVENT_READ, None)
+        self.running: dict[int, Running] = {}  # by pidfd
+        self.buffer = b""
+        self.workdir = Path(tempfile.mkdtemp(prefix="instore-warm-"))
+        self.count = 0
+
+    def reply(self, message: dict[str, Any]) -> None:
+        write_line(self.reply_fd, message)
+
+    def serve(self) -> None:
+        try:
+            while True:
+                for key, _ in self.selector.select(self._wait()):
+                    if key.data is None:
+                        if not self._read_requests():
+                            return
+                    else:
+                        self._finish(key.data)
+                self._expire()
+        finally:
+            self._stop_all()
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _wait(self) -> float | None:
+        deadlines = [r.deadline for r in self.running.values() if r.deadline and not r.timed_out]
+        return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+
+    def _read_requests(self) -> bool:
+        data = os.read(self.request_fd, 1 << 16)
+        if not data:
+            return False  # the worker closed our stdin: stop
+        self.buffer += data
+        *lines, self.buffer = self.buffer.split(b"\n")
+        for line in lines:
+            if line.strip():
+                self._start(line)
+        return True
+
+    def _start(self, line: bytes) -> None:
+        try:
+            request = json.loads(line)
+            job_id = str(request["id"])
+        except (ValueError, KeyError, TypeError) as err:
+            self.reply({"id": None, "error": f"bad request ({err})"})
+            return
+        self.count += 1
+        out = self.workdir / f"{self.count}.out"
+        err = self.workdir / f"{self.count}.err"
+        timeout = request.get("timeout")
+        private = [self.reply_fd, self.request_fd, self.selector.fileno(), *self.running]
+        forked_at = time.time()
+        pid = os.fork()
+        if pid == 0:
+            run_child(request, out, err, private)
+        pidfd = os.pidfd_open(pid)
+        deadline = time.monotonic() + float(timeout) if timeout else None
+        self.running[pidfd] = Running(job_id, pid, pidfd, out, err, forked_at, deadline)
+        self.selector.register(pidfd, selectors.EVENT_READ, pidfd)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for job in self.running.values():
+            if job.deadline is not None and not job.timed_out and now >= job.deadline:
+                job.timed_out = True
+                _kill_group(job.pid)
+
+    def _finish(self, pidfd: int) -> None:
+        job = self.running.pop(pidfd)
+        self.selector.unregister(pidfd)
+        os.close(pidfd)
+        _, status = os.waitpid(job.pid, 0)
+        _kill_group(job.pid)  # anything the job left behind in its group (xrdcp, a helper)
+        self.reply(
+            {
+                "id": job.id,
+                "pid": job.pid,
+                "exit_status": -os.WTERMSIG(status)
+                if os.WIFSIGNALED(status)
+                else os.WEXITSTATUS(status),
+                "timed_out": job.timed_out,
+                "stdout": _tail(job.out),
+                "stderr": _tail(job.err),
+                "forked_at": job.forked_at,
+                "ended_at": time.time(),
+            }
+        )
+        job.out.unlink(missing_ok=True)
+        job.err.unlink(missing_ok=True)
+
+    def _stop_all(self) -> None:
+        for job in self.running.values():
+            _kill_group(job.pid)
+            os.waitpid(job.pid, 0)
+            os.close(job.pidfd)
+        self.running.clear()
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+# Threads the parent would otherwise start while importing: OpenBLAS's pool (numpy) and
+# jemalloc's background thread (pyarrow, through pandas). A forked child keeps only the thread
+# that forked; with these off the parent has that one thread only. Neither is on a job's I/O
+# path (the payload does no linear algebra; jemalloc purges without it).
+SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "background_thread:false"}
+
+
+def serve() -> int:
+    """Warm up, say so, then serve jobs until stdin closes."""
+    for name, value in SINGLE_THREAD_ENV.items():
+        os.environ.setdefault(name, value)
+    # The protocol owns the real stdout; anything the libraries print goes to stderr instead.
+    reply_fd = os.dup(1)
+    os.dup2(2, 1)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        ready = warm_up()
+    except Exception as err:  # one line: the worker reports it as the reason jobs cannot start
+        write_line(reply_fd, {"ready": False, "error": f"{type(err).__name__}: {err}"})
+        return 1
+    parent = WarmParent(reply_fd)
+    parent.reply({"ready": True, "pid": os.getpid(), "threads": thread_count(), **ready})
+    parent.serve()
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "warm",
+        help="the warm payload a sweep starts once per worker (reads jobs as JSON on stdin)",
+        description="Import ROOT and uproot, compile and warm the event loops, then run each "
+        "job (an `instore read` command line sent as a JSON line on stdin) in a fresh forked "
+        "child, and answer each with a JSON line on stdout. Sweeps start it; run by hand only "
+        "to debug it.",
+    )
+    p.set_defaults(func=lambda args: serve())
