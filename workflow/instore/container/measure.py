@@ -16,7 +16,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from instore.container.runtime import NO_ACCESS, Access, Launch, Target, last_line, launch
+from instore.container.runtime import (
+    NO_ACCESS,
+    Access,
+    Launch,
+    Target,
+    failure_line,
+    last_line,
+    launch,
+)
 from instore.errors import InstoreError
 from instore.record import ContainerRun
 
@@ -123,7 +131,7 @@ def run_contained(
     if record is None:
         record = {
             "error": f"payload exited {proc.returncode} without a run record: "
-            f"{last_line(proc.stderr)}"
+            f"{failure_line(proc.stderr)}"
         }
     ready_at = record.get("ready_at")
     launch_s = float(ready_at) - submitted if ready_at is not None else None

@@ -168,6 +168,19 @@ def last_line(text: str) -> str:
     return lines[-1] if lines else "(no output)"
 
 
+ROOT_CRASH = "*** Break ***"  # how ROOT's signal handler starts its crash report
+
+
+def failure_line(stderr: str) -> str:
+    """The line of a failed payload's stderr that says why: ROOT's crash line ("*** Break ***
+    segmentation violation") when ROOT caught a crash (its stack trace follows and ends in a
+    banner), else the last line."""
+    for line in stderr.splitlines():
+        if ROOT_CRASH in line:
+            return line.strip()
+    return last_line(stderr)
+
+
 def _host_basics() -> dict[str, str]:
     """The least a child process needs: a PATH to find programs and a HOME."""
     return {

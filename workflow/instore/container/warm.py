@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from instore.container.measure import DIE_WITH_PARENT, parse_record
-from instore.container.runtime import Access, Runtime, Target, last_line, launch
+from instore.container.runtime import Access, Runtime, Target, failure_line, last_line, launch
 from instore.errors import InstoreError
 from instore.record import ContainerRun
 
@@ -211,7 +211,7 @@ class WarmPayload:
         if record is None:
             record = {
                 "error": f"payload {_status(status)} without a run record: "
-                f"{last_line(message.get('stderr', ''))}"
+                f"{failure_line(message.get('stderr', ''))}"
             }
         ready_at = record.get("ready_at")
         launch_s = float(ready_at) - submitted if ready_at is not None else None

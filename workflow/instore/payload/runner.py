@@ -126,8 +126,7 @@ def prepare(engine: str, fmt: str | None = None) -> None:
         if fmt == objects.RNTUPLE:
             engine_rntuple.warm_up()
     else:
-        import awkward  # noqa: F401
-        import uproot  # noqa: F401
+        engine_uproot.warm_up()
 
 
 def join_site_cgroup(path: str) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import gc
 import json
 import os
 import selectors
@@ -264,6 +265,9 @@ def serve() -> int:
     except Exception as err:  # one line: the worker reports it as the reason jobs cannot start
         write_line(reply_fd, {"ready": False, "error": f"{type(err).__name__}: {err}"})
         return 1
+    # The warm objects move to the collector's permanent generation: a child's collections then
+    # leave them alone instead of writing to (and so copying) every page that holds them.
+    gc.freeze()
     parent = WarmParent(reply_fd)
     parent.reply({"ready": True, "pid": os.getpid(), "threads": thread_count(), **ready})
     parent.serve()
