@@ -215,46 +215,65 @@ def run_site(opts: SweepOptions) -> SweepSummary:
             todo.append((point, key))
     store = RecordStore(opts.results, site.name)
     if todo:
-        opts.scratch.mkdir(parents=True, exist_ok=True)
-        choice = select_runtime(opts.runtime)
-        target = target_for(choice.runtime)
-        threads = max(p.fill for p, _ in todo)
-        nodes = max(opts.cluster.nodes, site.nodes, max(p.nodes for p, _ in todo))
-        spec = dataclasses.replace(
-            opts.cluster,
-            threads=max(opts.cluster.threads, threads),
-            nodes=nodes,
-            log_directory=str(store.dir / "batch-logs"),
-        )
-        with (
-            open_site(site, files=planned.files, results=opts.results) as live,
-            cluster_client(spec) as (client, workers),
-        ):
+        _sweep(opts, site, planned, todo, store, summary)
+    summary.tables = store.write_tables(opts.sections, planned.keys)
+    return summary
+
+
+def _sweep(
+    opts: SweepOptions,
+    site: SiteConfig,
+    planned: Plan,
+    todo: list[tuple[Point, str]],
+    store: RecordStore,
+    summary: SweepSummary,
+) -> None:
+    """Bring the site and the workers up, start a warm payload on each worker, measure the
+    points, and take it all down again; each step's time is logged."""
+    opts.scratch.mkdir(parents=True, exist_ok=True)
+    target = target_for(select_runtime(opts.runtime).runtime)
+    spec = dataclasses.replace(
+        opts.cluster,
+        threads=max(opts.cluster.threads, max(p.fill for p, _ in todo)),
+        nodes=max(opts.cluster.nodes, site.nodes, max(p.nodes for p, _ in todo)),
+        log_directory=str(store.dir / "batch-logs"),
+    )
+    clock = _Clock()
+    with open_site(site, files=planned.files, results=opts.results) as live:
+        clock.lap(f"site {site.name} open")
+        with cluster_client(spec) as (client, workers):
+            clock.lap(f"{len(workers)} Dask worker(s) up")
             access = sweep_access(opts, live, target, [p for p, _ in todo])
             try:
                 if opts.launch == "fork":
                     _start_warm(client, workers, target, access)
-                startup = _container_startup(opts, target, access)
+                    clock.lap("warm payloads ready")
                 run = SweepRun(
-                    opts=opts,
-                    live=live,
-                    client=client,
-                    workers=workers,
-                    target=target,
-                    access=access,
-                    store=store,
-                    summary=summary,
-                    site=site_info(live),
-                    startup=startup,
-                    align_s=0.0,
-                )
+                    opts=opts, live=live, client=client, workers=workers, target=target,
+                    access=access, store=store, summary=summary, site=site_info(live),
+                    startup=_container_startup(opts, target, access), align_s=0.0,
+                )  # fmt: skip
                 run = dataclasses.replace(run, align_s=_warm_up(run, todo[0][0]))
+                clock.lap("warm-up job done")
                 _measure(run, todo)
+                clock.lap(f"{len(todo)} point(s) measured")
             finally:
                 if opts.launch == "fork":
                     _stop_warm(client, workers)
-    summary.tables = store.write_tables(opts.sections, planned.keys)
-    return summary
+        clock.lap("workers stopped")
+    clock.lap(f"site {site.name} closed")
+
+
+class _Clock:
+    """Logs how long each step of a sweep's set-up and teardown took."""
+
+    def __init__(self) -> None:
+        self.last = time.perf_counter()
+
+    def lap(self, what: str) -> None:
+        now = time.perf_counter()
+        log.info("%s (%.1f s)", what, now - self.last)
+        self.last = now
 
 
 @dataclass(frozen=True)
@@ -295,16 +314,9 @@ def sweep_access(
 
 def _start_warm(client: Client, workers: list[str], target: Target, access: Access) -> None:
     """One warm payload per worker, before the first point: start-up is paid once."""
-    started = time.perf_counter()
     infos = client.run(warm.start, target, access, workers=workers)
     threads = max(int(i.get("threads", 1)) for i in infos.values())
-    log.info(
-        "warm payloads ready on %d worker(s) in %.1f s (%s, %d thread(s) in each parent)",
-        len(infos),
-        time.perf_counter() - started,
-        target.runtime,
-        threads,
-    )
+    log.info("warm payloads: %s, %d thread(s) in each parent", target.runtime, threads)
     if threads > 1:  # fork keeps only the forking thread; say so rather than hide it
         log.warning("a warm payload runs %d threads when it forks its jobs", threads)
 
