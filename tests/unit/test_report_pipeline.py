@@ -27,12 +27,12 @@ def job_counts(output: str) -> dict[str, int]:
     return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", table, re.MULTILINE)}
 
 
-def test_one_job_per_site_and_section_and_notebook(tmp_path: Path) -> None:
+def test_one_sweep_per_site_and_one_job_per_section_notebook(tmp_path: Path) -> None:
     run = dry_run(tmp_path, "profile=quick", "runtime=none")
     assert run.returncode == 0, run.stderr[-2000:]
     jobs = job_counts(run.stdout)
     sites = 3  # the quick profile's lan-hdd, lan-ssd and wan (the caching section's site)
-    assert jobs["sweep_section"] == sites * SECTIONS
+    assert jobs["sweep_site"] == sites  # every section of a site in one sweep
     assert jobs["calibrate_site"] == sites
     assert jobs["execute_notebook"] == jobs["render_page"] == sites * SECTIONS
     assert jobs["execute_overview"] == jobs["render_site_index"] == jobs["summarize_site"] == sites
@@ -45,7 +45,7 @@ def test_a_site_admin_names_their_own_sites(tmp_path: Path) -> None:
     run = dry_run(tmp_path, "profile=quick", "runtime=none", "sites=[lan-hdd]", "calibrate=false")
     assert run.returncode == 0, run.stderr[-2000:]
     jobs = job_counts(run.stdout)
-    assert jobs["sweep_section"] == SECTIONS and "calibrate_site" not in jobs
+    assert jobs["sweep_site"] == 1 and "calibrate_site" not in jobs
     assert set(re.findall(r"site=([\w-]+)", run.stdout)) == {"lan-hdd"}
 
 
@@ -53,7 +53,7 @@ def test_a_site_admin_names_their_own_sites(tmp_path: Path) -> None:
 def test_the_payload_image_comes_before_the_sweeps(tmp_path: Path) -> None:
     run = dry_run(tmp_path, "profile=quick", "runtime=podman", "sites=[lan-hdd]")
     assert run.returncode == 0, run.stderr[-2000:]
-    sweep = run.stdout.split("rule sweep_section:")[1].split("\n\n")[0]
+    sweep = run.stdout.split("rule sweep_site:")[1].split("\n\n")[0]
     assert "build/container/payload.json" in sweep
 
 

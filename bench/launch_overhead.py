@@ -1,0 +1,197 @@
+"""Benchmark: what it costs to start a measured job, and how much of a sweep is measuring.
+
+1. **Launch**: the time from submitting a job to the payload being ready to measure
+   (``launch_s`` in its record), for jobs started cold (``exec``: a new process, in a new
+   container) and forked from a warm payload (``fork``), on the host (runtime none) and in the
+   payload container (podman). Alternating runs, medians. Target: fork median <= 0.3 s.
+2. **One sweep's duty cycle**: lan-hdd's quick-profile layout and cache sections (needs root: an
+   emulated site), once with ``--launch fork`` and once with ``--launch exec``. Duty cycle = the
+   sum over points of the point's longest job's measured wall, over the sweep's whole wall time
+   (process start to end), and over the time between its first job's start and its last job's
+   end. Targets (fork): >= 40% and >= 60%.
+3. **The full profile's duty cycle** from a finished ``make study`` in this checkout (``--study-log``,
+   Snakemake's log of that run, and ``results/<site>/records.jsonl``): the same ratio over all
+   sweeps, and the sweeps' wall time. Targets: >= 50%, <= 15 min.
+
+Results go to bench/launch_results.json with the machine they ran on.
+Usage: python bench/launch_overhead.py [--jobs N] [--skip-sweeps] [--study-log PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+BUILD = REPO / "build" / "bench"
+INSTORE = str(Path(sys.executable).parent / "instore")
+OUT = HERE / "launch_results.json"
+
+
+def machine() -> dict:
+    mem = Path("/proc/meminfo").read_text().split()[1]
+    model = next(
+        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+         if line.startswith("model name")), "?",
+    )  # fmt: skip
+    return {"cpu": model, "cores": os.cpu_count(), "memory_gib": round(int(mem) / 2**20, 1),
+            "kernel": platform.release(), "python": platform.python_version()}  # fmt: skip
+
+
+def _files(size_mb: float, replicas: int, layouts: str) -> Path:
+    out = BUILD / f"files-{size_mb:g}mb-{replicas}"
+    if not (out / "ordered-r0.root").exists():
+        subprocess.run([INSTORE, "generate", "--size-mb", str(size_mb), "--replicas",
+                        str(replicas), "--layouts", layouts, "--seed", "1", "--cluster-mb", "2",
+                        "--out", str(out)], check=True, capture_output=True)  # fmt: skip
+    return out
+
+
+# -- 1. launch ------------------------------------------------------------------------------
+def bench_launch(runtime: str, jobs: int, data: Path) -> dict:
+    from instore.container import image, warm
+    from instore.container.measure import run_contained
+    from instore.container.runtime import Access, Bind, Runtime, Target
+
+    target = Target(Runtime.NONE) if runtime == "none" else image.target_for(Runtime(runtime))
+    access = Access((Bind(data),))
+    argv = ["instore", "read", str(data / "ordered-r0.root"), "--entries", "0.1"]
+    started = time.perf_counter()
+    payload = warm.WarmPayload.start(target, access)
+    warm_start = time.perf_counter() - started
+    samples: dict[str, list[float]] = {"exec": [], "fork": []}
+    try:
+        for _ in range(jobs):
+            for launch in ("exec", "fork"):
+                if launch == "exec":
+                    record, container = run_contained(target, argv, access, timeout=300)
+                else:
+                    record, container = payload.run(argv, {}, 300)
+                assert record.get("error") is None, record.get("error")
+                samples[launch].append(container.launch_s)
+    finally:
+        payload.close()
+    summary = {k: {"median_s": statistics.median(v), "max_s": max(v), "samples_s": v}
+               for k, v in samples.items()}  # fmt: skip
+    summary["warm_payload_start_s"] = warm_start
+    summary["exec_over_fork"] = summary["exec"]["median_s"] / summary["fork"]["median_s"]
+    return summary
+
+
+# -- 2. and 3. duty cycles ------------------------------------------------------------------
+def _ts(iso: str) -> float:
+    return dt.datetime.fromisoformat(iso).timestamp()
+
+
+def point_busy(records: Iterable[dict]) -> tuple[float, float, float, int, int]:
+    """Sum over points of the longest job's wall; first job start; last job end; points; jobs."""
+    points: dict[str, float] = {}
+    first, last, jobs = float("inf"), 0.0, 0
+    for r in records:
+        if r.get("wall_s") is None or r.get("start_time") is None:
+            continue
+        jobs += 1
+        points[r["point_key"]] = max(points.get(r["point_key"], 0.0), float(r["wall_s"]))
+        first = min(first, _ts(r["start_time"]))
+        last = max(last, _ts(r["start_time"]) + float(r["wall_s"]))
+    return sum(points.values()), first, last, len(points), jobs
+
+
+def read_records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def bench_sweep(launch: str, data: Path) -> dict:
+    results = Path(tempfile.mkdtemp(prefix=f"instore-bench-{launch}-"))
+    argv = [INSTORE, "sweep", "--site", "lan-hdd", "--sections", "layout,cache", "--profile",
+            "quick", "--runtime", "podman", "--launch", launch, "--data", str(data),
+            "--results", str(results), "--no-progress", "--force"]  # fmt: skip
+    started = time.time()
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
+    ended = time.time()
+    if proc.returncode != 0:
+        raise SystemExit(f"sweep ({launch}) failed: {proc.stderr.strip().splitlines()[-1]}")
+    busy, first, last, points, jobs = point_busy(read_records(results / "lan-hdd" / "records.jsonl"))
+    return {"points": points, "jobs": jobs, "wall_s": ended - started,
+            "measuring_s": busy, "first_to_last_job_s": last - first,
+            "duty_cycle_whole": busy / (ended - started),
+            "duty_cycle_first_to_last": busy / (last - first),
+            "log": [line for line in proc.stderr.splitlines() if "(" in line and " s)" in line]}  # fmt: skip
+
+
+_STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
+
+
+def sweep_windows(log: Path) -> list[tuple[float, float]]:
+    """(start, end) of each sweep_site job in a Snakemake log."""
+    stamp, starts, windows = 0.0, {}, []
+    lines = log.read_text().splitlines()
+    for i, line in enumerate(lines):
+        m = _STAMP.match(line.strip())
+        if m:
+            stamp = time.mktime(time.strptime(m.group(1), "%a %b %d %H:%M:%S %Y"))
+        elif line.strip() in ("rule sweep_site:", "localrule sweep_site:"):
+            jobid = next(x.split()[-1] for x in lines[i:i + 12] if x.strip().startswith("jobid:"))  # fmt: skip
+            starts[jobid] = stamp
+        elif line.startswith("Finished jobid:"):
+            jobid = line.split()[2]
+            if jobid in starts:
+                windows.append((starts.pop(jobid), stamp))
+    return windows
+
+
+def bench_study(log: Path, results: Path) -> dict:
+    windows = sweep_windows(log)
+    if not windows:
+        raise SystemExit(f"{log}: no finished sweep_site job in it")
+    records = [r for p in sorted(results.glob("*/records.jsonl")) for r in read_records(p)]
+    lo, hi = min(a for a, _ in windows), max(b for _, b in windows)
+    records = [r for r in records if lo - 1 <= _ts(r["start_time"]) <= hi + 1]
+    busy, _, _, points, jobs = point_busy(records)
+    sweeps_s = sum(b - a for a, b in windows)
+    launches: dict[str, int] = {}
+    for r in records:
+        launches[r.get("launch", "?")] = launches.get(r.get("launch", "?"), 0) + 1
+    return {"sweeps": len(windows), "sweeps_wall_s": sweeps_s, "points": points, "jobs": jobs,
+            "failed_jobs": sum(r.get("status") != "ok" for r in records),
+            "measuring_s": busy, "duty_cycle": busy / sweeps_s, "launches": launches,
+            "launch_s_median": statistics.median(r["launch_s"] for r in records
+                                                 if r.get("launch_s") is not None)}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=10, help="jobs per launch kind (default 10)")
+    parser.add_argument("--skip-sweeps", action="store_true", help="launch only (no root needed)")
+    parser.add_argument("--study-log", type=Path, help="Snakemake log of a finished make study")
+    args = parser.parse_args()
+    results = json.loads(OUT.read_text()) if OUT.exists() else {}
+    results.update(machine=machine(), when=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    small = _files(8, 2, "unordered,by-branch,ordered")
+    results["launch"] = {rt: bench_launch(rt, args.jobs, small) for rt in ("none", "podman")}
+    print(json.dumps(results["launch"], indent=1, default=str)[:1500])
+    if not args.skip_sweeps:
+        results["sweep_lan_hdd_quick_layout_cache"] = {
+            launch: bench_sweep(launch, small) for launch in ("fork", "exec")
+        }
+    if args.study_log:
+        results["full_profile"] = bench_study(args.study_log, REPO / "results")
+    OUT.write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in results.items() if k != "launch"}, indent=1)[:3000])
+    print(f"written to {OUT}")
+
+
+if __name__ == "__main__":
+    main()
