@@ -13,6 +13,7 @@ import pandas as pd
 from instore import credentials
 from instore.errors import InstoreError
 from instore.payload import engine_rntuple
+from instore.payload.engine import ClientOptions
 from instore.payload.maps import basket_frame
 from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
@@ -116,22 +117,23 @@ def warm_up() -> None:
         f.Close()
 
 
-def run(
-    url: str,
-    obj: DataObject,
-    pattern: Pattern,
-    cache_bytes: int | None,
-    readahead_bytes: int | None,
-) -> EngineResult:
+def prepare(fmt: str | None) -> None:
+    """The TTree loop, and the RNTuple one when an RNTuple is about to be read."""
+    warm_up()
+    if fmt == RNTUPLE:
+        engine_rntuple.warm_up()
+
+
+def run(url: str, obj: DataObject, pattern: Pattern, client: ClientOptions) -> EngineResult:
     ROOT = root()
-    if readahead_bytes is not None:
-        ROOT.TFile.SetReadaheadSize(readahead_bytes)
+    if client.readahead_bytes is not None:
+        ROOT.TFile.SetReadaheadSize(client.readahead_bytes)
     t0 = time.perf_counter()
     f = _open(url)
     try:
         if obj.format == RNTUPLE:
-            return engine_rntuple.run(f, url, obj, pattern, cache_bytes, t0)
-        return _run_tree(f, url, obj, pattern, cache_bytes, t0)
+            return engine_rntuple.run(f, url, obj, pattern, client.cache_bytes, t0)
+        return _run_tree(f, url, obj, pattern, client.cache_bytes, t0)
     finally:
         ROOT.SetOwnership(f, True)
         f.Close()

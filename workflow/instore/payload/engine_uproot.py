@@ -17,6 +17,7 @@ from uproot.source.coalesce import CoalesceConfig
 from instore.errors import InstoreError
 from instore.payload import objects
 from instore.payload.cpuburn import burn
+from instore.payload.engine import ClientOptions
 from instore.payload.maps import basket_map, page_map
 from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
@@ -91,7 +92,13 @@ def _ntuple_read(ntuple: Any, pattern: Pattern) -> tuple[Any, ...]:
     return names, chosen, events, needed
 
 
-def run(url: str, obj: DataObject, pattern: Pattern, knobs: UprootKnobs) -> EngineResult:
+def prepare(fmt: str | None) -> None:
+    """One read path for TTree and RNTuple alike."""
+    warm_up()
+
+
+def run(url: str, obj: DataObject, pattern: Pattern, client: ClientOptions) -> EngineResult:
+    knobs = client.uproot
     coalesce = CoalesceConfig(
         knobs.max_range_gap, knobs.max_request_ranges, knobs.max_request_bytes
     )
@@ -160,6 +167,6 @@ def warm_up() -> None:
             f.mktree("tree", {"x": np.float32, "v": "var * float32"}).extend(columns)
             f["ntuple"] = columns  # uproot writes an RNTuple by default
         for name in ("tree", "ntuple"):
-            run(path, objects.choose(path, name), Pattern(), UprootKnobs())
+            run(path, objects.choose(path, name), Pattern(), ClientOptions())
     finally:
         shutil.rmtree(directory, ignore_errors=True)

@@ -13,7 +13,8 @@ from urllib.parse import urlparse
 
 from instore.credentials import explain
 from instore.errors import InstoreError
-from instore.payload import engine_rntuple, engine_root, engine_uproot, objects
+from instore.payload import engine_root, engine_uproot, objects
+from instore.payload.engine import ClientOptions, Engine
 from instore.payload.objects import DataObject
 from instore.payload.pattern import Pattern
 from instore.payload.procstats import ProcSnapshot, drop_page_cache, join_cgroup
@@ -21,7 +22,7 @@ from instore.payload.result import EngineResult
 from instore.record import JobResult, Measurement, Provenance, size_histogram, utc_now
 from instore.urls import is_local, local_path
 
-ENGINES = ("root", "uproot")
+ENGINES: dict[str, Engine] = {"root": engine_root, "uproot": engine_uproot}
 STAGE_IN_TOOLS = ("cp", "xrdcp")
 CGROUP_ENV = "INSTORE_BLKIO_CGROUP"
 
@@ -61,6 +62,9 @@ class ReadOptions:
             )
         if self.stage_in is not None and self.scratch is None:
             raise InstoreError("stage-in needs a scratch directory", "give --scratch DIR")
+
+    def client(self) -> ClientOptions:
+        return ClientOptions(self.cache_bytes, self.readahead_bytes, self.uproot)
 
     def knobs(self) -> dict[str, Any]:
         return {
@@ -106,9 +110,7 @@ def _copy_with_xrdcp(url: str, target: Path) -> None:
 
 
 def _engine(opts: ReadOptions, url: str, obj: DataObject) -> EngineResult:
-    if opts.engine == "root":
-        return engine_root.run(url, obj, opts.pattern, opts.cache_bytes, opts.readahead_bytes)
-    return engine_uproot.run(url, obj, opts.pattern, opts.uproot)
+    return ENGINES[opts.engine].run(url, obj, opts.pattern, opts.client())
 
 
 def choose_object(opts: ReadOptions) -> tuple[DataObject | None, Exception | None]:
@@ -121,12 +123,7 @@ def choose_object(opts: ReadOptions) -> tuple[DataObject | None, Exception | Non
 
 def prepare(engine: str, fmt: str | None = None) -> None:
     """Load the engine's libraries and JIT its C++ before the clock starts: start-up is not I/O."""
-    if engine == "root":
-        engine_root.warm_up()
-        if fmt == objects.RNTUPLE:
-            engine_rntuple.warm_up()
-    else:
-        engine_uproot.warm_up()
+    ENGINES[engine].prepare(fmt)
 
 
 def join_site_cgroup(path: str) -> None:

@@ -60,11 +60,11 @@ def warm_up() -> dict[str, Any]:
     started = time.perf_counter()
     from instore.payload import command  # noqa: F401  (the CLI a job runs)
     from instore.payload.objects import RNTUPLE
-    from instore.payload.runner import prepare
+    from instore.payload.runner import ENGINES
     from instore.record import Provenance
 
-    prepare("root", RNTUPLE)  # the TTree and RNTuple loops, compiled and run once in memory
-    prepare("uproot")
+    for engine in ENGINES.values():  # every read path (ROOT's TTree and RNTuple loops too), once
+        engine.prepare(RNTUPLE)
     import uproot.source.coalesce
     import uproot.source.futures  # noqa: F401
 

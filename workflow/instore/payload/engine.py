@@ -1,0 +1,44 @@
+"""What every engine implements, the same way: ``prepare`` before the clock, ``run`` to read.
+
+An engine is a module of this package (``engine_root``, ``engine_uproot``) with these two
+functions; ``instore.payload.runner.ENGINES`` names them, and callers never ask which one they
+hold. An engine takes from the client options what it has a knob for and leaves the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from instore.payload.engine_uproot import UprootKnobs
+    from instore.payload.objects import DataObject
+    from instore.payload.pattern import Pattern
+    from instore.payload.result import EngineResult
+
+
+def _uproot_defaults() -> UprootKnobs:
+    from instore.payload.engine_uproot import UprootKnobs
+
+    return UprootKnobs()
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """The client's knobs for one read: ROOT's (TTreeCache or RNTuple's cluster cache, TFile
+    readahead) and uproot's (coalescing, step size, time-out)."""
+
+    cache_bytes: int | None = None  # None keeps ROOT's default, 0 turns it off
+    readahead_bytes: int | None = None  # None keeps ROOT's default
+    uproot: UprootKnobs = field(default_factory=_uproot_defaults)
+
+
+class Engine(Protocol):
+    def prepare(self, fmt: str | None) -> None:
+        """Load libraries, compile and run the read path once on a tiny file: start-up is not
+        I/O. ``fmt`` is the format about to be read (None: not known)."""
+
+    def run(
+        self, url: str, obj: DataObject, pattern: Pattern, client: ClientOptions
+    ) -> EngineResult:
+        """Read ``obj`` of ``url`` with ``pattern``; what was read, counted."""
