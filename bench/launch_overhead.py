@@ -123,7 +123,9 @@ def bench_sweep(launch: str, data: Path) -> dict:
     ended = time.time()
     if proc.returncode != 0:
         raise SystemExit(f"sweep ({launch}) failed: {proc.stderr.strip().splitlines()[-1]}")
-    busy, first, last, points, jobs = point_busy(read_records(results / "lan-hdd" / "records.jsonl"))
+    busy, first, last, points, jobs = point_busy(
+        read_records(results / "lan-hdd" / "records.jsonl")
+    )
     return {"points": points, "jobs": jobs, "wall_s": ended - started,
             "measuring_s": busy, "first_to_last_job_s": last - first,
             "duty_cycle_whole": busy / (ended - started),

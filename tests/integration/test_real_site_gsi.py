@@ -33,6 +33,7 @@ from instore.study import load_study
 from instore.study.files import replica_name
 from instore.summary.command import summarize, write
 from instore.sweep import runner
+from instore.sweep.options import SweepOptions
 
 from tests.integration.grid_site import Pki, Server, grid_security, needs_tools, pki_root
 from tests.integration.grid_site import xrootd_server as serve
@@ -242,7 +243,7 @@ def test_a_sweep_refuses_to_start_on_an_expired_proxy(
 ) -> None:
     monkeypatch.setenv("X509_USER_PROXY", str(uploaded.pki.expired_proxy))
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
-    opts = runner.SweepOptions(
+    opts = SweepOptions(
         study=load_study(tmp_path / "study.yaml"), site=str(uploaded.site), sections=["cache"],
         data=uploaded.data, results=tmp_path / "results", scratch=tmp_path / "scratch",
         runtime="none", progress=False,
@@ -285,7 +286,7 @@ def test_a_sweep_in_the_payload_image_reads_root_https_and_stage_in_with_both_en
         if key.startswith(("X509_", "XDG_", "XRD_")):
             monkeypatch.setenv(key, value)
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
-    opts = runner.SweepOptions(
+    opts = SweepOptions(
         study=load_study(tmp_path / "study.yaml"), site=str(uploaded.site),
         sections=["cache", "protocols"], data=uploaded.data, results=tmp_path / "results",
         scratch=tmp_path / "scratch", runtime="podman", progress=False,

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from instore.site import load_site
 from instore.study import SECTIONS, load_study
-from instore.sweep.runner import SweepOptions, plan
+from instore.sweep.options import SweepOptions
+from instore.sweep.plan import plan
 
 from tests.conftest import SMALL_EVENTS
 from tests.integration.conftest import POINTS, sweep_argv
@@ -47,7 +49,7 @@ def _planned_keys(env: dict[str, Path], results: Path) -> set[str]:
         study=load_study(env["study"]), site="local", sections=list(SECTIONS), data=env["data"],
         results=results,
     )  # fmt: skip
-    return plan(opts, "local").keys
+    return plan(opts, load_site(env["site"])).keys
 
 
 def test_sweep_kill_and_resume_ends_with_every_planned_point_once(

@@ -12,7 +12,8 @@ from instore.site import load_site
 from instore.study import Point, expand, load_study
 from instore.study.grid import KEYED_IF_SET, section_sites
 from instore.summary.recommend import break_even_ms, caching, caching_curves
-from instore.sweep import runner
+from instore.sweep import plan, runner
+from instore.sweep.options import SweepOptions
 
 from tests.conftest import write_real_site
 
@@ -87,26 +88,26 @@ def test_shipped_caching_sections_run_on_wan_with_an_rtt_axis() -> None:
         assert len(points) == rtts * 2 * 4 * study.repetitions
     wan = load_site("wan")
     assert wan.cache is not None and "xcache" in wan.protocols
-    assert all(runner.site_skip_reason(p, wan) is None for p in points)
+    assert all(plan.site_skip_reason(p, wan) is None for p in points)
 
 
 def test_real_sites_skip_condition_axes_and_cache_states(tmp_path: Path) -> None:
     site = load_site(write_real_site(tmp_path / "local.yaml", {"xrootd": "root://h//{file}"}))
-    assert runner.site_skip_reason(Point("caching", protocol="xrootd", rtt_ms=10), site) == (
+    assert plan.site_skip_reason(Point("caching", protocol="xrootd", rtt_ms=10), site) == (
         "RTT and bandwidth are only set on emulated links"
     )
-    assert runner.site_skip_reason(Point("caching", protocol="xrootd", bandwidth_mbit=10), site)
-    assert runner.site_skip_reason(Point("caching", protocol="xcache"), site) == (
+    assert plan.site_skip_reason(Point("caching", protocol="xrootd", bandwidth_mbit=10), site)
+    assert plan.site_skip_reason(Point("caching", protocol="xcache"), site) == (
         "site offers no xcache"
     )
-    assert runner.site_skip_reason(Point("caching", protocol="xrootd"), site) is None
+    assert plan.site_skip_reason(Point("caching", protocol="xrootd"), site) is None
 
 
 def test_sites_without_a_cache_skip_xcache_points() -> None:
     lan = load_site("lan-ssd")
     point = Point("caching", protocol="xcache", cache_state="cold", rtt_ms=10)
-    assert runner.site_skip_reason(point, lan) == "site offers no xcache"
-    assert runner.site_skip_reason(Point("caching", protocol="xrootd", rtt_ms=10), lan) is None
+    assert plan.site_skip_reason(point, lan) == "site offers no xcache"
+    assert plan.site_skip_reason(Point("caching", protocol="xrootd", rtt_ms=10), lan) is None
 
 
 def test_a_section_limited_to_other_sites_is_skipped_with_a_reason(
@@ -118,7 +119,7 @@ def test_a_section_limited_to_other_sites_is_skipped_with_a_reason(
     site = write_real_site(tmp_path / "local.yaml", {"posix": f"{data}/{{file}}"})
     grid = {"protocol": ["posix"], "rtt_ms": [10, 50], "sites": ["wan"]}
     monkeypatch.setattr(runner, "open_site", lambda *a, **k: pytest.fail("nothing to start"))
-    opts = runner.SweepOptions(
+    opts = SweepOptions(
         study=load_study(_study(tmp_path, grid)),
         site=str(site),
         sections=["caching"],

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from instore import credentials
 from instore.errors import InstoreError
-from instore.sweep.runner import access_for
+from instore.sweep.jobs import access_for
 
 TOKEN = "eyJ-secret-token-value"
 

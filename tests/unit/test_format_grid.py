@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 from instore.errors import InstoreError
-from instore.study import SECTIONS, expand, grid_skip_reason, load_study
+from instore.study import SECTIONS, expand, load_study
 from instore.study.config import DEFAULT_STUDY
 from instore.study.grid import Point
-from instore.sweep.runner import job_argv
+from instore.sweep.jobs import job_argv
+from instore.sweep.plan import grid_skip_reason
 
 FILES = {"size_mb": 16, "replicas": 8, "seed": 1, "cluster_mb": 4}
 
@@ -86,7 +87,7 @@ def test_root_engine_rntuple_over_http_is_skipped_with_its_reason(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from instore.payload import engine_rntuple
-    from instore.sweep.runner import engine_skip_reason
+    from instore.sweep.plan import engine_skip_reason
 
     monkeypatch.setattr(engine_rntuple, "xrdclhttp_available", lambda: True)
     http = Point("format", layout="rntuple", protocol="http")

@@ -9,7 +9,7 @@ from instore.errors import InstoreError
 from instore.site.emulated import faults
 from instore.site.emulated.netns import link_is_up
 from instore.site.real import RealLive
-from instore.sweep.runner import SweepSummary
+from instore.sweep.options import SweepSummary
 
 from tests.conftest import write_real_site
 

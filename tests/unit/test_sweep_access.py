@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from instore.container.runtime import Bind, _podman_volume
-from instore.sweep.runner import CONTAINER_CGROUP, access_for
+from instore.sweep.jobs import CONTAINER_CGROUP, access_for
 
 CG = "/sys/fs/cgroup/blkio/instore-lan-hdd"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from instore.sweep import command
-from instore.sweep.runner import SweepSummary
+from instore.sweep.options import SweepSummary
 from instore.sweep.store import RecordStore, records_older_than
 
 SITE = "lan-hdd"  # a site file of the repository: the flag resolves the site's name from it

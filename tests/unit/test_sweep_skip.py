@@ -10,6 +10,7 @@ import pytest
 import yaml
 from instore.study import load_study
 from instore.sweep import runner
+from instore.sweep.options import SweepOptions
 
 from tests.conftest import write_real_site
 
@@ -39,7 +40,7 @@ def test_points_the_site_cannot_run_start_nothing(
     site = write_real_site(tmp_path / "local.yaml", {"posix": f"{data}/{{file}}"})
     monkeypatch.setattr(runner, "open_site", _refuse)
     monkeypatch.setattr(runner, "cluster_client", _refuse)
-    opts = runner.SweepOptions(
+    opts = SweepOptions(
         study=load_study(tmp_path / "study.yaml"),
         site=str(site),
         sections=["readahead"],

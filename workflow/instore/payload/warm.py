@@ -193,7 +193,12 @@ class WarmParent:
         timeout = request.get("timeout")
         private = [self.reply_fd, self.request_fd, self.selector.fileno(), *self.running]
         forked_at = time.time()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as error:  # no memory or processes left: this job fails, not the server
+            self.reply({"id": job_id, "exit_status": -1, "stdout": "",
+                        "stderr": f"the warm payload could not fork the job: {error}"})  # fmt: skip
+            return
         if pid == 0:
             run_child(request, out, err, private)
         pidfd = os.pidfd_open(pid)

@@ -106,7 +106,8 @@ _CONDITION_ORDER = {a: i for i, a in enumerate(CONDITION_AXES)}
 SITES_KEY = "sites"
 
 
-def _value(axis: str, value: Any) -> Any:
+def axis_value(axis: str, value: Any) -> Any:
+    """A grid value as a Point holds it (cache_mb's \"default\" is None: ROOT's default)."""
     return None if axis == "cache_mb" and value == "default" else value
 
 
@@ -136,7 +137,7 @@ def expand(study: Study, section: str) -> list[Point]:
     names = {f.name for f in fields(Point)}
     points, seen = [], set()
     for combo in itertools.product(*(grid[a] for a in axes)):
-        values = {_AXIS_FIELD.get(a, a): _value(a, v) for a, v in zip(axes, combo, strict=True)}
+        values = {_AXIS_FIELD.get(a, a): axis_value(a, v) for a, v in zip(axes, combo, strict=True)}
         unknown = set(values) - names
         if unknown:  # the schema forbids this; a guard for grids built in code
             raise ValueError(f"unknown grid axes {sorted(unknown)}")
@@ -149,15 +150,3 @@ def expand(study: Study, section: str) -> list[Point]:
 
 
 FORMAT_SECTION = "format"
-
-
-def grid_skip_reason(study: Study, point: Point) -> str | None:
-    """Why the study's own grid leaves a point out (None: it is measured). In the format
-    section the uproot engine has no client cache (cache_mb means nothing to it): its points run
-    at the grid's first cache_mb only, rather than measure the same read twice."""
-    if point.section != FORMAT_SECTION or point.engine != "uproot":
-        return None
-    first = _value("cache_mb", study.sections[FORMAT_SECTION].get("cache_mb", ["default"])[0])
-    if point.cache_mb != first:
-        return "uproot has no client cache: its format points run at the first cache_mb only"
-    return None

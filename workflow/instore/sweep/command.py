@@ -12,7 +12,8 @@ from instore.site import load_site
 from instore.study import SECTIONS, load_study
 from instore.study.config import DEFAULT_STUDY
 from instore.sweep.cluster import ClusterSpec
-from instore.sweep.runner import LAUNCHES, SweepOptions, SweepSummary, run_site
+from instore.sweep.options import LAUNCHES, SweepOptions, SweepSummary
+from instore.sweep.runner import run_site
 from instore.sweep.store import records_older_than
 
 FAILED_POINTS = 1  # exit status when some points' jobs failed (they are in the tables)

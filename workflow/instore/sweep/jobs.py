@@ -1,15 +1,25 @@
-"""One job of a sweep point, run on a Dask worker: wait for the barrier, run, retry on failure."""
+"""One job of a sweep point: what it runs and sees (command line, binds, credentials), and how a
+Dask worker runs it (wait for the barrier, launch, retry on failure)."""
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
 
-from instore.container import Access, Target
+from instore import credentials
+from instore.container import Access, Bind, Target
 from instore.container.measure import run_contained
+from instore.container.runtime import Runtime
 from instore.container.warm import run_warm
+from instore.payload.runner import CGROUP_ENV
 from instore.record import JobFate, JobOutcome
+from instore.study import Point
+
+CONTAINER_CGROUP = "/instore/blkio"  # where a container sees the site's blkio cgroup
 
 
 @dataclass(frozen=True)
@@ -68,3 +78,47 @@ def run_job(job: Job, start_at: float) -> JobOutcome:
         launch_note="; ".join(notes) or None,
     )
     return JobOutcome(record, container, fate)
+
+
+def job_argv(
+    point: Point, url: str, tree: str, scratch: Path, start_at: float | None = None
+) -> tuple[str, ...]:
+    argv = ["instore", "read", url, "--tree", tree, *point.read_args()]
+    if start_at is not None:
+        argv += ["--start-at", f"{start_at:.3f}"]
+    if point.protocol == "stage-in":
+        tool = "xrdcp" if urlparse(url).scheme in ("root", "roots", "http", "https") else "cp"
+        argv += ["--stage-in", tool, "--scratch", str(scratch)]
+    return tuple(argv)
+
+
+def in_container(target: Target) -> bool:
+    return target.runtime is not Runtime.NONE
+
+
+def access_for(
+    urls: Iterable[str],
+    env: dict[str, str],
+    data: Path,
+    scratch: Path,
+    fuse: bool,
+    container: bool,
+) -> Access:
+    """What the job must see: the data, scratch, the directories of local URLs, the grid
+    credentials and, in a container, the site's blkio cgroup (the payload joins it so its reads
+    are throttled)."""
+    local = {Path(u).parent for u in urls if urlparse(u).scheme in ("", "file")}
+    binds = [Bind(data.resolve()), Bind(scratch.resolve(), writable=True)]
+    binds += [
+        Bind(p, propagate=fuse) for p in sorted(local) if not p.is_relative_to(data.resolve())
+    ]
+    env = dict(env)
+    if container and env.get(CGROUP_ENV):
+        binds.append(Bind(Path(env[CGROUP_ENV]), writable=True, inside=CONTAINER_CGROUP))
+        env[CGROUP_ENV] = CONTAINER_CGROUP
+    # The grid credentials found here, as grid jobs find them: files bound read-only, variables
+    # naming them (a token given as a value is handed over as a private file).
+    creds = credentials.for_job(container, scratch.resolve() / ".instore-creds")
+    binds += [Bind(host, inside=inside) for host, inside in creds.binds]
+    env.update(creds.env)
+    return Access(binds=tuple(binds), env=env, fuse=fuse)

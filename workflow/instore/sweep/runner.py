@@ -11,208 +11,39 @@ import dataclasses
 import logging
 import sys
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
 
 from distributed import Client
 from tqdm import tqdm
 
-from instore import credentials
-from instore.container import Access, Bind, measure_startup, select_runtime, target_for, warm
+from instore.container import Access, measure_startup, select_runtime, target_for, warm
 from instore.container.runtime import Runtime, Target
-from instore.errors import InstoreError
-from instore.generate.layouts import RNTUPLE_LAYOUTS
-from instore.payload import engine_rntuple
-from instore.payload.runner import CGROUP_ENV
 from instore.record import JobOutcome, PointInfo, SiteInfo, row, utc_now
-from instore.rootenv import http_auth_problem
 from instore.site import LiveSite, SiteConfig, load_site, open_site
-from instore.study import Point, Study, expand, grid_skip_reason
+from instore.study import Point
 from instore.study.files import replica_name
-from instore.study.grid import section_sites
-from instore.sweep.cluster import ClusterSpec, cluster_client
-from instore.sweep.jobs import Job, run_job
+from instore.sweep.cluster import cluster_client
+from instore.sweep.jobs import Job, access_for, in_container, job_argv, run_job
+from instore.sweep.options import SweepOptions, SweepSummary
+from instore.sweep.plan import Plan, cluster_skip_reason, files_for, plan
 from instore.sweep.store import RecordStore
 
 log = logging.getLogger(__name__)
 BARRIER_S = 1.0  # jobs of a point are told to start this long after submission
-CONTAINER_CGROUP = "/instore/blkio"  # where a container sees the site's blkio cgroup
 FALLBACK_ALIGN_S = 10.0  # measurement start after launch when start-up could not be measured
-LAUNCHES = ("fork", "exec")  # a child of the worker's warm payload, or a process of its own
 # Concurrent jobs start measuring this long after launch, beyond twice the measured start-up:
 # a container's start varies by about a second; a fork by milliseconds.
 ALIGN_MARGIN_S = {"exec": 1.0, "fork": 0.2}
 
 
-@dataclass
-class SweepOptions:
-    study: Study
-    site: str
-    sections: Sequence[str]
-    data: Path = Path("data/files")
-    results: Path = Path("results")
-    scratch: Path = Path("data/scratch")
-    force: bool = False
-    runtime: str = "none"
-    cluster: ClusterSpec = field(default_factory=ClusterSpec)
-    progress: bool = True
-    launch: str = "fork"
-
-    def __post_init__(self) -> None:
-        if self.launch not in LAUNCHES:
-            raise InstoreError(
-                f"unknown launch {self.launch!r}", f"choose one of {', '.join(LAUNCHES)}"
-            )
-
-
-@dataclass
-class SweepSummary:
-    site: str
-    measured: int = 0
-    already: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
-    failed_points: int = 0
-    repairs: list[str] = field(default_factory=list)
-    tables: dict[str, Path] = field(default_factory=dict)
-
-    def line(self) -> str:
-        skipped = sum(self.skipped.values())
-        line = f"{self.site}: measured {self.measured} point(s), {self.already} already measured, {skipped} skipped, {self.failed_points} with failed jobs"
-        return line + (f", {len(self.repairs)} site repair(s)" if self.repairs else "")
-
-
-def files_for(point: Point, replicas: int) -> list[str]:
-    """Job j reads replica j: concurrent jobs read different files (wrapping if too few)."""
-    return [replica_name(point.layout, j % replicas) for j in range(point.jobs)]
-
-
-@dataclass
-class Plan:
-    todo: list[tuple[Point, str]]  # (point, key) still to measure
-    keys: set[str]  # every point of the study's sections: what the tables show
-    files: list[Path]  # the input files the points to measure need
-
-    @property
-    def already(self) -> int:
-        return len(self.keys) - len(self.todo)
-
-
-def plan(opts: SweepOptions, site: str) -> Plan:
-    """What to measure, what is already measured, and the input files needed."""
-    study, store = opts.study, RecordStore(opts.results, site)
-    files_key = dataclasses.asdict(study.files)
-    done = set() if opts.force else store.done_keys()
-    todo, keys, needed = [], set(), set()
-    for section in opts.sections:
-        for point in expand(study, section):
-            key = point.key(site, files_key)
-            keys.add(key)
-            if key not in done:
-                todo.append((point, key))
-                needed.update(files_for(point, study.files.replicas))
-    paths = [opts.data / name for name in sorted(needed)]
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        f = study.files
-        raise InstoreError(
-            f"{len(missing)} input file(s) missing, e.g. {missing[0]}",
-            f"run: instore generate --size-mb {f.size_mb} --replicas {f.replicas} --seed {f.seed} --cluster-mb {f.cluster_mb} --out {opts.data}",
-        )
-    return Plan(todo, keys, paths)
-
-
-def site_skip_reason(point: Point, site: SiteConfig) -> str | None:
-    """Why the site's file alone rules a point out (None: it can run there)."""
-    reason = site.rules_out(
-        point.protocol, point.block_readahead_kb, point.sets_conditions, point.cache_state
-    )
-    if reason is None and point.engine == "root" and point.protocol == "http":
-        reason = http_auth_problem(site.auth)  # the root engine's HTTP client lacks the auth
-    return reason
-
-
-def engine_skip_reason(point: Point) -> str | None:
-    """Why the point's engine cannot read its file over its protocol here (None: it can): the
-    root engine reads no RNTuple over http through XrdClHttp (RNTuple has no HTTP of its own)."""
-    if point.engine == "root" and point.protocol == "http" and point.layout in RNTUPLE_LAYOUTS:
-        return engine_rntuple.http_problem()
-    return None
-
-
-def section_skip_reason(study: Study, point: Point, site: str) -> str | None:
-    """Why the study keeps a section off this site (None: the section runs here)."""
-    sites = section_sites(study, point.section)
-    if sites is not None and site not in sites:
-        return f"section {point.section} runs on {', '.join(sites)} only"
-    return None
-
-
-def cluster_skip_reason(point: Point, workers: int) -> str | None:
-    if point.nodes > workers:
-        return f"needs {point.nodes} nodes, the cluster has {workers}"
-    return None
-
-
-def job_argv(
-    point: Point, url: str, tree: str, scratch: Path, start_at: float | None = None
-) -> tuple[str, ...]:
-    argv = ["instore", "read", url, "--tree", tree, *point.read_args()]
-    if start_at is not None:
-        argv += ["--start-at", f"{start_at:.3f}"]
-    if point.protocol == "stage-in":
-        tool = "xrdcp" if urlparse(url).scheme in ("root", "roots", "http", "https") else "cp"
-        argv += ["--stage-in", tool, "--scratch", str(scratch)]
-    return tuple(argv)
-
-
-def in_container(target: Target) -> bool:
-    return target.runtime is not Runtime.NONE
-
-
-def access_for(
-    urls: Iterable[str],
-    env: dict[str, str],
-    data: Path,
-    scratch: Path,
-    fuse: bool,
-    container: bool,
-) -> Access:
-    """What the job must see: the data, scratch, the directories of local URLs, the grid
-    credentials and, in a container, the site's blkio cgroup (the payload joins it so its reads
-    are throttled)."""
-    local = {Path(u).parent for u in urls if urlparse(u).scheme in ("", "file")}
-    binds = [Bind(data.resolve()), Bind(scratch.resolve(), writable=True)]
-    binds += [
-        Bind(p, propagate=fuse) for p in sorted(local) if not p.is_relative_to(data.resolve())
-    ]
-    env = dict(env)
-    if container and env.get(CGROUP_ENV):
-        binds.append(Bind(Path(env[CGROUP_ENV]), writable=True, inside=CONTAINER_CGROUP))
-        env[CGROUP_ENV] = CONTAINER_CGROUP
-    # The grid credentials found here, as grid jobs find them: files bound read-only, variables
-    # naming them (a token given as a value is handed over as a private file).
-    creds = credentials.for_job(container, scratch.resolve() / ".instore-creds")
-    binds += [Bind(host, inside=inside) for host, inside in creds.binds]
-    env.update(creds.env)
-    return Access(binds=tuple(binds), env=env, fuse=fuse)
-
-
 def run_site(opts: SweepOptions) -> SweepSummary:
     """Measure every missing point of the site's sections; always rewrite the tables."""
     site = load_site(opts.site)
-    summary = SweepSummary(site.name)
-    planned = plan(opts, site.name)
-    summary.already, todo = planned.already, []
-    for point, key in planned.todo:
-        reason = section_skip_reason(opts.study, point, site.name) or site_skip_reason(point, site)
-        reason = reason or grid_skip_reason(opts.study, point) or engine_skip_reason(point)
-        if reason:  # known before the site is brought up: a section may need no site at all
-            summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
-        else:
-            todo.append((point, key))
+    planned = plan(opts, site)
+    summary = SweepSummary(site.name, already=planned.already, skipped=dict(planned.skipped))
+    todo = planned.todo
     store = RecordStore(opts.results, site.name)
     if todo:
         _sweep(opts, site, planned, todo, store, summary)
@@ -349,7 +180,7 @@ def _measure(run: SweepRun, todo: list[tuple[Point, str]]) -> None:
         bar.set_postfix_str(f"{point.section}: {point.label()}"[:80])
         reason = cluster_skip_reason(point, len(run.workers))
         if reason:
-            summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
+            summary.skip(reason)
             continue
         repaired = live.heal()
         for line in repaired:

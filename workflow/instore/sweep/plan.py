@@ -1,0 +1,119 @@
+"""What a sweep will measure, decided before anything starts: the points of its sections not
+yet measured, every reason a point is skipped (the study's, the site's, the engine's, the
+cluster's: all asked here), and the input files the rest need."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from instore.errors import InstoreError
+from instore.generate.layouts import RNTUPLE_LAYOUTS
+from instore.payload import engine_rntuple
+from instore.rootenv import http_auth_problem
+from instore.site import SiteConfig
+from instore.study import Point, Study, expand
+from instore.study.files import replica_name
+from instore.study.grid import FORMAT_SECTION, axis_value, section_sites
+from instore.sweep.options import SweepOptions
+from instore.sweep.store import RecordStore
+
+
+def files_for(point: Point, replicas: int) -> list[str]:
+    """Job j reads replica j: concurrent jobs read different files (wrapping if too few)."""
+    return [replica_name(point.layout, j % replicas) for j in range(point.jobs)]
+
+
+@dataclass
+class Plan:
+    todo: list[tuple[Point, str]]  # (point, key) to measure
+    keys: set[str]  # every point of the study's sections: what the tables show
+    files: list[Path]  # the input files the points to measure need
+    already: int = 0  # points measured before
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> points
+
+
+def plan(opts: SweepOptions, site: SiteConfig) -> Plan:
+    """What to measure, what is already measured, what is skipped and why, the files needed."""
+    study, store = opts.study, RecordStore(opts.results, site.name)
+    files_key = dataclasses.asdict(study.files)
+    done = set() if opts.force else store.done_keys()
+    result = Plan([], set(), [])
+    needed: set[str] = set()
+    for section in opts.sections:
+        for point in expand(study, section):
+            key = point.key(site.name, files_key)
+            result.keys.add(key)
+            reason = skip_reason(study, point, site)
+            if key in done:
+                result.already += 1
+            elif reason:  # known before the site is brought up: a section may need no site
+                result.skipped[reason] = result.skipped.get(reason, 0) + 1
+            else:
+                result.todo.append((point, key))
+                needed.update(files_for(point, study.files.replicas))
+    result.files = [opts.data / name for name in sorted(needed)]
+    missing = [p for p in result.files if not p.exists()]
+    if missing:
+        f = study.files
+        raise InstoreError(
+            f"{len(missing)} input file(s) missing, e.g. {missing[0]}",
+            f"run: instore generate --size-mb {f.size_mb} --replicas {f.replicas} --seed {f.seed} --cluster-mb {f.cluster_mb} --out {opts.data}",
+        )
+    return result
+
+
+def skip_reason(study: Study, point: Point, site: SiteConfig) -> str | None:
+    """Why the point is not measured on this site (None: it is)."""
+    return (
+        section_skip_reason(study, point, site.name)
+        or site_skip_reason(point, site)
+        or grid_skip_reason(study, point)
+        or engine_skip_reason(point)
+    )
+
+
+def section_skip_reason(study: Study, point: Point, site: str) -> str | None:
+    """Why the study keeps a section off this site (None: the section runs here)."""
+    sites = section_sites(study, point.section)
+    if sites is not None and site not in sites:
+        return f"section {point.section} runs on {', '.join(sites)} only"
+    return None
+
+
+def site_skip_reason(point: Point, site: SiteConfig) -> str | None:
+    """Why the site's file alone rules a point out (None: it can run there)."""
+    reason = site.rules_out(
+        point.protocol, point.block_readahead_kb, point.sets_conditions, point.cache_state
+    )
+    if reason is None and point.engine == "root" and point.protocol == "http":
+        reason = http_auth_problem(site.auth)  # the root engine's HTTP client lacks the auth
+    return reason
+
+
+def grid_skip_reason(study: Study, point: Point) -> str | None:
+    """Why the study's own grid leaves a point out (None: it is measured). In the format
+    section the uproot engine has no client cache (cache_mb means nothing to it): its points run
+    at the grid's first cache_mb only, rather than measure the same read twice."""
+    if point.section != FORMAT_SECTION or point.engine != "uproot":
+        return None
+    first = axis_value("cache_mb", study.sections[FORMAT_SECTION].get("cache_mb", ["default"])[0])
+    if point.cache_mb != first:
+        return "uproot has no client cache: its format points run at the first cache_mb only"
+    return None
+
+
+def engine_skip_reason(point: Point) -> str | None:
+    """Why the point's engine cannot read its file over its protocol here (None: it can): the
+    root engine reads no RNTuple over http through XrdClHttp (RNTuple has no HTTP of its own)."""
+    if point.engine == "root" and point.protocol == "http" and point.layout in RNTUPLE_LAYOUTS:
+        return engine_rntuple.http_problem()
+    return None
+
+
+def cluster_skip_reason(point: Point, workers: int) -> str | None:
+    """Why the cluster the sweep got cannot run the point (known once its workers are up)."""
+    if point.nodes > workers:
+        return f"needs {point.nodes} nodes, the cluster has {workers}"
+    return None
