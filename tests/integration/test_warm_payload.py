@@ -5,6 +5,7 @@ job is measured. On the host and in the payload container (podman)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -19,7 +20,10 @@ from instore.container.measure import run_contained
 from instore.container.runtime import Access, Bind, Runtime, Target
 from instore.generate import generate_files
 
+from tests.integration.grid_site import Server, xrootd_server
+
 pytestmark = pytest.mark.integration
+ENGINES = ("root", "uproot")
 
 
 @pytest.fixture(scope="module")
@@ -39,21 +43,39 @@ def target(request: pytest.FixtureRequest) -> Target:
     return image.target_for(Runtime.PODMAN)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def access(data: Path) -> Access:
     return Access((Bind(data),))
 
 
-@pytest.fixture
-def warm_payload(target: Target, access: Access) -> Iterator[warm.WarmPayload]:
-    payload = warm.WarmPayload.start(target, access)
+@pytest.fixture(scope="module")
+def payloads(target: Target, access: Access) -> Iterator[dict[str, warm.WarmPayload]]:
+    """One warm payload per engine, as a sweep's worker has."""
+    started: dict[str, warm.WarmPayload] = {}
     try:
-        yield payload
+        for engine in ENGINES:
+            started[engine] = warm.WarmPayload.start(target, access, engine)
+        yield started
     finally:
-        payload.close()
+        for payload in started.values():
+            payload.close()
 
 
-def read_argv(path: Path, *extra: str) -> list[str]:
+@pytest.fixture
+def warm_payload(payloads: dict[str, warm.WarmPayload]) -> warm.WarmPayload:
+    return payloads["root"]
+
+
+@pytest.fixture(scope="module")
+def xrootd(data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A plain XRootD (Debian's, as a site runs it) serving the same files over root://."""
+    with xrootd_server(tmp_path_factory.mktemp("warm-xrootd") / "srv") as server:
+        for f in data.iterdir():
+            shutil.copy(f, server.data / f.name)
+        yield server
+
+
+def read_argv(path: Path | str, *extra: str) -> list[str]:
     return ["instore", "read", str(path), *extra]
 
 
@@ -118,16 +140,22 @@ POINTS = [
 COUNTS = ("bytes_read", "read_calls", "vector_reads", "events", "bytes_needed")
 
 
+def engine_of(options: list[str]) -> str:
+    return options[options.index("--engine") + 1]
+
+
 def test_forked_jobs_measure_what_cold_jobs_measure(
-    target: Target, access: Access, data: Path, warm_payload: warm.WarmPayload
+    target: Target, access: Access, data: Path, payloads: dict[str, warm.WarmPayload]
 ) -> None:
-    assert warm_payload.info["threads"] == 1, "fork keeps one thread: the parent must have one"
+    for payload in payloads.values():
+        assert payload.info["threads"] == 1, "fork keeps one thread: the parent must have one"
     for name, *options in POINTS:
         argv = read_argv(data / name, *options)
+        forks = payloads[engine_of(options)]
         runs: dict[str, list] = {"exec": [], "fork": []}
         for _ in range(2):  # alternating, so a noisy moment hits both
             runs["exec"].append(run_contained(target, argv, access, timeout=300))
-            runs["fork"].append(warm_payload.run(argv, {}, 300))
+            runs["fork"].append(forks.run(argv, {}, 300))
         for launch, pairs in runs.items():
             for record, container in pairs:
                 assert record["error"] is None, (launch, name, options, record["error"])
@@ -143,6 +171,35 @@ def test_forked_jobs_measure_what_cold_jobs_measure(
         assert forked["provenance"]["pid"] != cold["provenance"]["pid"]
         launch_s = {k: max(c.launch_s for _, c in v) for k, v in runs.items()}
         assert launch_s["fork"] < launch_s["exec"], launch_s
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_both_engines_read_over_root_through_their_own_warm_payload(
+    target: Target, xrootd: Server, payloads: dict[str, warm.WarmPayload], engine: str
+) -> None:
+    """Each engine's XRootD client in a forked child (a process with both clients crashes)."""
+    url = xrootd.url("root").format(file="ordered.root")
+    argv = read_argv(url, "--engine", engine)
+    cold, _ = run_contained(target, argv, timeout=300)
+    forked, container = payloads[engine].run(argv, {}, 300)
+    assert cold["error"] is None and forked["error"] is None, (cold["error"], forked["error"])
+    assert container.launch == "fork"
+    for key in COUNTS:
+        assert forked[key] == cold[key], key
+
+
+def test_a_payload_refuses_a_job_of_the_other_engine(
+    data: Path, payloads: dict[str, warm.WarmPayload]
+) -> None:
+    request = read_argv(data / "ordered.root", "--engine", "root")
+    payload = payloads["uproot"]
+    payload.engine = "root"  # as a worker mixing them up would send it
+    try:
+        record, container = payload.run(request, {}, 60)
+    finally:
+        payload.engine = "uproot"
+    assert "this warm payload serves the uproot engine, not root" in record["error"]
+    assert container.exit_status == -1
 
 
 def test_a_crashed_job_is_recorded_and_the_next_job_is_measured(

@@ -7,8 +7,9 @@ two parts a cold start gives (``run_contained``): the payload's record and what 
 added, here with ``launch`` = ``fork`` and the time from submission to the payload being ready to
 measure (``launch_s``).
 
-One warm payload serves one set of binds (the sweep's), so a worker process keeps them in a
-table keyed on the target and the binds. A warm payload that died is replaced at the next job,
+One warm payload serves one engine and one set of binds (the sweep's), so a worker process keeps
+them in a table keyed on the target, the binds and the engine (ROOT's and uproot's XRootD
+clients cannot share a process). A warm payload that died is replaced at the next job,
 and that job's record says so (``launch_note``).
 """
 
@@ -34,7 +35,7 @@ from instore.errors import InstoreError
 from instore.record import ContainerRun
 
 log = logging.getLogger(__name__)
-WARM_ARGV = ("instore", "warm")
+WARM_ARGV = ("instore", "warm", "--engine")
 READY_TIMEOUT_S = 300.0  # import ROOT and compile the loops; the image may be cold on disk
 REPLY_GRACE_S = 30.0  # the warm payload kills a job at its timeout; past this it is hung
 NAME_PREFIX = "instore-warm"
@@ -52,8 +53,8 @@ class Reply:
 class WarmPayload:
     """One warm payload process and the jobs in flight through it."""
 
-    def __init__(self, target: Target, access: Access) -> None:
-        self.target, self.access = target, access
+    def __init__(self, target: Target, access: Access, engine: str = "root") -> None:
+        self.target, self.access, self.engine = target, access, engine
         self.name = f"{NAME_PREFIX}-{os.getpid()}-{next(_names)}"
         self.pending: dict[str, Reply] = {}
         self.lock = threading.Lock()
@@ -70,9 +71,11 @@ class WarmPayload:
 
     # -- start and stop --------------------------------------------------------------------
     @classmethod
-    def start(cls, target: Target, access: Access, timeout: float = READY_TIMEOUT_S) -> WarmPayload:
+    def start(
+        cls, target: Target, access: Access, engine: str = "root", timeout: float = READY_TIMEOUT_S
+    ) -> WarmPayload:
         """Start one and wait until it is warm; a one-line error when it cannot start."""
-        warm = cls(target, access)
+        warm = cls(target, access, engine)
         if not warm.ready.done.wait(timeout):
             warm.close()
             raise InstoreError(
@@ -94,7 +97,7 @@ class WarmPayload:
         return {**self.ready.message, "start_s": self.start_s}
 
     def _run(self) -> None:
-        command = launch(self.target, WARM_ARGV, self.access, name=self.name)
+        command = launch(self.target, (*WARM_ARGV, self.engine), self.access, name=self.name)
         try:
             self.proc = subprocess.Popen(
                 [*DIE_WITH_PARENT, *command.argv],
@@ -167,7 +170,8 @@ class WarmPayload:
         """Run one job in a forked child; the same two parts as ``run_contained``."""
         job_id = os.urandom(8).hex()
         reply = Reply()
-        request = {"id": job_id, "argv": list(payload_argv), "env": env, "timeout": timeout}
+        request = {"id": job_id, "argv": list(payload_argv), "env": env, "timeout": timeout,
+                   "engine": self.engine}  # fmt: skip
         submitted = time.time()
         with self.lock:
             if self.ended is None:
@@ -256,14 +260,16 @@ _POOL: dict[tuple[Any, ...], WarmPayload] = {}
 _POOL_LOCK = threading.Lock()
 
 
-def _key(target: Target, access: Access) -> tuple[Any, ...]:
-    return (target, tuple(access.binds), access.fuse)
+def _key(target: Target, access: Access, engine: str) -> tuple[Any, ...]:
+    return (target, tuple(access.binds), access.fuse, engine)
 
 
-def warm_payload(target: Target, access: Access) -> tuple[WarmPayload, str | None]:
-    """This worker's warm payload for these binds, started if needed; with a one-line note when
-    it replaced one that had died."""
-    key = _key(target, access)
+def warm_payload(
+    target: Target, access: Access, engine: str = "root"
+) -> tuple[WarmPayload, str | None]:
+    """This worker's warm payload for these binds and this engine, started if needed; with a
+    one-line note when it replaced one that had died."""
+    key = _key(target, access, engine)
     with _POOL_LOCK:
         warm = _POOL.get(key)
         if warm is not None and warm.alive():
@@ -274,14 +280,14 @@ def warm_payload(target: Target, access: Access) -> tuple[WarmPayload, str | Non
             note = f"the warm payload (pid {pid}) had stopped ({warm.ended}); started a new one"
             log.warning("%s", note)
             warm.close(timeout=5)
-        warm = _POOL[key] = WarmPayload.start(target, access)
+        warm = _POOL[key] = WarmPayload.start(target, access, engine)
         return warm, note
 
 
-def start(target: Target, access: Access) -> dict[str, Any]:
-    """Start this worker's warm payload (a sweep does this before its first point)."""
-    warm, _ = warm_payload(target, access)
-    return warm.info
+def start(target: Target, access: Access, engines: Sequence[str]) -> list[dict[str, Any]]:
+    """Start this worker's warm payloads, one per engine (a sweep does this before its first
+    point); what each said when it was ready."""
+    return [warm_payload(target, access, engine)[0].info for engine in engines]
 
 
 def stop_all() -> int:
@@ -295,11 +301,17 @@ def stop_all() -> int:
 
 
 def run_warm(
-    target: Target, payload_argv: Sequence[str], access: Access, *, timeout: float | None = None
+    target: Target,
+    payload_argv: Sequence[str],
+    access: Access,
+    *,
+    engine: str = "root",
+    timeout: float | None = None,
 ) -> tuple[dict[str, Any], ContainerRun, str | None]:
-    """``run_contained`` through this worker's warm payload, plus the note of a restart."""
+    """``run_contained`` through this worker's warm payload for ``engine``, plus the note of a
+    restart."""
     try:
-        warm, note = warm_payload(target, access)
+        warm, note = warm_payload(target, access, engine)
     except InstoreError as err:
         container = ContainerRun(target.runtime.value, target.image_digest, None, 0.0, -1, "fork")
         return {"error": str(err)}, container, None

@@ -7,7 +7,9 @@ group, TFile, XRootD client, counters and cgroup membership, and it exits at its
 
 Fork is safe because the parent never opens a file, socket or XRootD client and runs no thread:
 it warms up on an in-memory tree only, and it says how many threads it has when it is ready
-(one). A job that crashes, runs out of memory or times out ends only its own process group;
+(one). One warm payload serves one engine: ROOT's XRootD client (in the ROOT wheel) and uproot's
+(the PyPI ``xrootd`` package) crash a process that loads both, so a payload warmed for the
+``uproot`` engine never imports ROOT, as a cold uproot job does not. A job that crashes, runs out of memory or times out ends only its own process group;
 the parent serves the next job.
 
 The protocol is JSON lines: requests on stdin (``id``, ``argv`` -- an ``instore`` command --,
@@ -55,16 +57,16 @@ class Running:
     timed_out: bool = False
 
 
-def warm_up() -> dict[str, Any]:
-    """Everything a job would do before its clock starts, done once: imports, cling, JIT."""
+def warm_up(engine: str) -> dict[str, Any]:
+    """Everything a job of ``engine`` would do before its clock starts, done once: imports,
+    and for ROOT, cling declaring, compiling and running the TTree and RNTuple loops."""
     started = time.perf_counter()
     from instore.payload import command  # noqa: F401  (the CLI a job runs)
     from instore.payload.objects import RNTUPLE
     from instore.payload.runner import ENGINES
     from instore.record import Provenance
 
-    for engine in ENGINES.values():  # every read path (ROOT's TTree and RNTuple loops too), once
-        engine.prepare(RNTUPLE)
+    ENGINES[engine].prepare(RNTUPLE)
     import uproot.source.coalesce
     import uproot.source.futures  # noqa: F401
 
@@ -138,8 +140,9 @@ def _tail(path: Path) -> str:
 class WarmParent:
     """The warm process's loop: read requests, fork jobs, answer as they end."""
 
-    def __init__(self, reply_fd: int, request_fd: int = 0) -> None:
+    def __init__(self, reply_fd: int, engine: str, request_fd: int = 0) -> None:
         self.reply_fd = reply_fd
+        self.engine = engine
         self.request_fd = request_fd
         self.selector = selectors.DefaultSelector()
         self.selector.register(request_fd, selectors.EVENT_READ, None)
@@ -186,6 +189,11 @@ class WarmParent:
             job_id = str(request["id"])
         except (ValueError, KeyError, TypeError) as err:
             self.reply({"id": None, "error": f"bad request ({err})"})
+            return
+        if request.get("engine", self.engine) != self.engine:  # two XRootD clients would crash it
+            self.reply({"id": job_id, "exit_status": -1, "stdout": "",
+                        "stderr": f"this warm payload serves the {self.engine} engine, "
+                        f"not {request['engine']}"})  # fmt: skip
             return
         self.count += 1
         out = self.workdir / f"{self.count}.out"
@@ -256,8 +264,8 @@ def _kill_group(pid: int) -> None:
 SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "background_thread:false"}
 
 
-def serve() -> int:
-    """Warm up, say so, then serve jobs until stdin closes."""
+def serve(engine: str) -> int:
+    """Warm up for ``engine``, say so, then serve its jobs until stdin closes."""
     for name, value in SINGLE_THREAD_ENV.items():
         os.environ.setdefault(name, value)
     # The protocol owns the real stdout; anything the libraries print goes to stderr instead.
@@ -266,15 +274,17 @@ def serve() -> int:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        ready = warm_up()
+        ready = warm_up(engine)
     except Exception as err:  # one line: the worker reports it as the reason jobs cannot start
         write_line(reply_fd, {"ready": False, "error": f"{type(err).__name__}: {err}"})
         return 1
     # The warm objects move to the collector's permanent generation: a child's collections then
     # leave them alone instead of writing to (and so copying) every page that holds them.
     gc.freeze()
-    parent = WarmParent(reply_fd)
-    parent.reply({"ready": True, "pid": os.getpid(), "threads": thread_count(), **ready})
+    parent = WarmParent(reply_fd, engine)
+    parent.reply(
+        {"ready": True, "engine": engine, "pid": os.getpid(), "threads": thread_count(), **ready}
+    )
     parent.serve()
     return 0
 
@@ -288,4 +298,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "child, and answer each with a JSON line on stdout. Sweeps start it; run by hand only "
         "to debug it.",
     )
-    p.set_defaults(func=lambda args: serve())
+    p.add_argument(
+        "--engine",
+        choices=("root", "uproot"),
+        default="root",
+        help="the engine whose jobs it runs (default root); uproot's never loads ROOT",
+    )
+    p.set_defaults(func=lambda args: serve(args.engine))

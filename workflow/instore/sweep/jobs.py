@@ -35,6 +35,7 @@ class Job:
     retries: int
     backoff_s: float = 2.0
     launch: str = "fork"  # fork: a child of the worker's warm payload; exec: a process of its own
+    engine: str = "root"  # which warm payload forks it (one per engine)
 
 
 def run_job(job: Job, start_at: float) -> JobOutcome:
@@ -50,7 +51,7 @@ def run_job(job: Job, start_at: float) -> JobOutcome:
         attempts += 1
         if job.launch == "fork":
             record, container, note = run_warm(
-                job.target, job.argv, job.access, timeout=job.timeout_s
+                job.target, job.argv, job.access, engine=job.engine, timeout=job.timeout_s
             )
             notes += [note] if note else []
         else:

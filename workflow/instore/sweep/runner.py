@@ -77,7 +77,8 @@ def _sweep(
             access = sweep_access(opts, live, target, [p for p, _ in todo])
             try:
                 if opts.launch == "fork":
-                    _start_warm(client, workers, target, access)
+                    engines = sorted({p.engine for p, _ in todo} | {"root"})  # root: warm-up job
+                    _start_warm(client, workers, target, access, engines)
                     clock.lap("warm payloads ready")
                 run = SweepRun(
                     opts=opts, live=live, client=client, workers=workers, target=target,
@@ -143,11 +144,19 @@ def sweep_access(
     )
 
 
-def _start_warm(client: Client, workers: list[str], target: Target, access: Access) -> None:
-    """One warm payload per worker, before the first point: start-up is paid once."""
-    infos = client.run(warm.start, target, access, workers=workers)
-    threads = max(int(i.get("threads", 1)) for i in infos.values())
-    log.info("warm payloads: %s, %d thread(s) in each parent", target.runtime, threads)
+def _start_warm(
+    client: Client, workers: list[str], target: Target, access: Access, engines: list[str]
+) -> None:
+    """One warm payload per worker and engine, before the first point: start-up is paid once."""
+    infos = [i for per in client.run(warm.start, target, access, engines, workers=workers).values()
+             for i in per]  # fmt: skip
+    threads = max(int(i.get("threads", 1)) for i in infos)
+    log.info(
+        "warm payloads: %s, %s, %d thread(s) in each parent",
+        target.runtime,
+        " and ".join(engines),
+        threads,
+    )
     if threads > 1:  # fork keeps only the forking thread; say so rather than hide it
         log.warning("a warm payload runs %d threads when it forks its jobs", threads)
 
@@ -252,6 +261,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
             retries=opts.study.retries,
             backoff_s=opts.study.backoff_s,
             launch=opts.launch,
+            engine=point.engine,
         )
         for j, url in enumerate(urls)
     ]
