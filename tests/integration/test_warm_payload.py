@@ -9,6 +9,7 @@ import shutil
 import signal
 import statistics
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -67,12 +68,18 @@ def warm_payload(payloads: dict[str, warm.WarmPayload]) -> warm.WarmPayload:
 
 
 @pytest.fixture(scope="module")
-def xrootd(data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A plain XRootD (Debian's, as a site runs it) serving the same files over root://."""
-    with xrootd_server(tmp_path_factory.mktemp("warm-xrootd") / "srv") as server:
-        for f in data.iterdir():
-            shutil.copy(f, server.data / f.name)
-        yield server
+def xrootd(data: Path) -> Iterator[Server]:
+    """A plain XRootD (Debian's, as a site runs it) serving the same files over root://, from
+    a directory its user can reach (pytest's own are private to root)."""
+    root = Path(tempfile.mkdtemp(prefix="instore-warm-xrootd-"))
+    root.chmod(0o755)
+    try:
+        with xrootd_server(root / "srv") as server:
+            for f in data.iterdir():
+                shutil.copy(f, server.data / f.name)
+            yield server
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def read_argv(path: Path | str, *extra: str) -> list[str]:

@@ -249,3 +249,12 @@ def test_no_cache_size_is_recommended_when_none_is_good_on_every_layout(
     study = pd.concat([stats[stats["section"] != "cache"], split], ignore_index=True)
     found = {r.section: r for r in recommend(study)}
     assert found["cache"].text == advice.text
+
+
+def test_a_failed_jobs_record_without_counters_is_summarized() -> None:
+    """A job that printed no record keeps no counters: the table holds JSON NaN there."""
+    from instore.summary.load import counter
+
+    frame = pd.DataFrame({"counters": ["NaN", json.dumps({"perfstats_disk_s": 1.5}), None]})
+    values = counter(frame, "perfstats_disk_s")
+    assert values.isna().tolist() == [True, False, True] and values.iloc[1] == 1.5

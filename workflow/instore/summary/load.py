@@ -58,5 +58,6 @@ def decoded(frame: pd.DataFrame, column: str) -> pd.Series:
 
 def counter(frame: pd.DataFrame, name: str) -> pd.Series:
     """One engine counter (e.g. ``perfstats_disk_s``) per row; NaN where the engine has none."""
-    values = decoded(frame, "counters").map(lambda c: (c or {}).get(name))
+    # A failed job's record may hold no counters (a JSON NaN, not an object).
+    values = decoded(frame, "counters").map(lambda c: c.get(name) if isinstance(c, dict) else None)
     return pd.to_numeric(values, errors="coerce")
