@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import json
 import os
 import platform
@@ -109,6 +110,26 @@ def point_busy(records: Iterable[dict]) -> tuple[float, float, float, int, int]:
     return sum(points.values()), first, last, len(points), jobs
 
 
+def gaps_by_section(records: list[dict]) -> dict[str, dict[str, float]]:
+    """Between consecutive points of a sweep: from the last job's end to the next point's first
+    job start (drop caches, readahead, link retune, site-cache fill, Dask round trip, launch)."""
+    points: dict[tuple[str, str], list[float]] = {}
+    for r in records:
+        if r.get("wall_s") is None:
+            continue
+        start = _ts(r["start_time"])
+        span = points.setdefault((r["site"], r["point_key"]), [start, start + r["wall_s"]])
+        span[0], span[1] = min(span[0], start), max(span[1], start + r["wall_s"])
+    section = {(r["site"], r["point_key"]): r["section"] for r in records}
+    ordered = sorted(points.items(), key=lambda kv: kv[1][0])
+    gaps: dict[str, list[float]] = {}
+    for (key_a, (_, end)), (key_b, (start, _)) in itertools.pairwise(ordered):
+        if key_a[0] == key_b[0] and 0 <= start - end < 120:  # same sweep
+            gaps.setdefault(section[key_b], []).append(start - end)
+    return {k: {"median_s": statistics.median(v), "sum_s": sum(v), "points": len(v)}
+            for k, v in sorted(gaps.items())}  # fmt: skip
+
+
 def read_records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -169,6 +190,7 @@ def bench_study(log: Path, results: Path) -> dict:
     return {"sweeps": len(windows), "sweeps_wall_s": sweeps_s, "points": points, "jobs": jobs,
             "failed_jobs": sum(r.get("status") != "ok" for r in records),
             "measuring_s": busy, "duty_cycle": busy / sweeps_s, "launches": launches,
+            "between_points": gaps_by_section(records),
             "launch_s_median": statistics.median(r["launch_s"] for r in records
                                                  if r.get("launch_s") is not None)}  # fmt: skip
 

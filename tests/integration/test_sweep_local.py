@@ -95,6 +95,8 @@ def test_failed_jobs_are_retried_recorded_and_the_sweep_goes_on(study_env: dict[
     assert (failed["attempts"] == 2).all(), "one retry, as configured"
     assert failed["error"].str.contains("truncated|could not open").all()
     assert (table[table["layout"] == "ordered"]["events"] == SMALL_EVENTS).all()
+    assert (table["launch"] == "fork").all(), "a sweep forks its jobs from warm payloads"
+    assert table[table["status"] == "ok"]["launch_s"].notna().all()
 
 
 def test_unknown_site_fails_before_measuring(study_env: dict[str, Path]) -> None:

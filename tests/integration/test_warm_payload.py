@@ -151,6 +151,7 @@ def engine_of(options: list[str]) -> str:
     return options[options.index("--engine") + 1]
 
 
+@pytest.mark.parametrize("target", ["podman"], indirect=True)  # where sweeps run their jobs
 def test_forked_jobs_measure_what_cold_jobs_measure(
     target: Target, access: Access, data: Path, payloads: dict[str, warm.WarmPayload]
 ) -> None:

@@ -147,7 +147,10 @@ def test_preflight_gives_one_line_per_dead_endpoint(tmp_path: Path) -> None:
 
 
 def test_open_site_refuses_before_measuring(tmp_path: Path) -> None:
-    with pytest.raises(PreflightError) as info, open_site(dead_site(tmp_path)):
+    with (
+        pytest.raises(PreflightError) as info,
+        open_site(dead_site(tmp_path), results=tmp_path / "results"),
+    ):
         pytest.fail("the body must not run when preflight fails")
     assert len(info.value.lines) == 4
     assert "\n" not in str(info.value)
@@ -164,7 +167,7 @@ def test_reachable_real_site_opens(tmp_path: Path) -> None:
             "endpoints": {"xrootd": f"root://127.0.0.1:{port}//store/{{file}}",
                           "posix": str(tmp_path / "store" / "{file}")},
         })  # fmt: skip
-        with open_site(path) as live:
+        with open_site(path, results=tmp_path / "results") as live:
             assert live.url("xrootd", "a.root") == f"root://127.0.0.1:{port}//store/a.root"
             assert live.protocols == ["posix", "xrootd"]
             assert live.job_env() == {}

@@ -197,6 +197,8 @@ def _measure(run: SweepRun, todo: list[tuple[Point, str]]) -> None:
         summary.repairs += repaired
         rows = _run_point(run, point, key, "; ".join(repaired) or None)
         run.store.append(rows)
+        for note in {r["launch_note"] for r in rows if r.get("launch_note")}:
+            log.warning("%s: point %s: %s", live.config.name, point.label(), note)
         summary.measured += 1
         summary.failed_points += any(r["status"] != "ok" for r in rows)
 
