@@ -144,10 +144,13 @@ def bench_sweep(launch: str, data: Path) -> dict:
     ended = time.time()
     if proc.returncode != 0:
         raise SystemExit(f"sweep ({launch}) failed: {proc.stderr.strip().splitlines()[-1]}")
-    busy, first, last, points, jobs = point_busy(
-        read_records(results / "lan-hdd" / "records.jsonl")
-    )
+    records = read_records(results / "lan-hdd" / "records.jsonl")
+    busy, first, last, points, jobs = point_busy(records)
+    walls: dict[str, list[float]] = {}
+    for r in records:
+        walls.setdefault(r["point_key"], []).append(float(r["wall_s"]))
     return {"points": points, "jobs": jobs, "wall_s": ended - started,
+            "point_wall_s": {k: statistics.median(v) for k, v in walls.items()},
             "measuring_s": busy, "first_to_last_job_s": last - first,
             "duty_cycle_whole": busy / (ended - started),
             "duty_cycle_first_to_last": busy / (last - first),
@@ -207,9 +210,14 @@ def main() -> None:
     results["launch"] = {rt: bench_launch(rt, args.jobs, small) for rt in ("none", "podman")}
     print(json.dumps(results["launch"], indent=1, default=str)[:1500])
     if not args.skip_sweeps:
-        results["sweep_lan_hdd_quick_layout_cache"] = {
-            launch: bench_sweep(launch, small) for launch in ("fork", "exec")
-        }
+        sweeps = {launch: bench_sweep(launch, small) for launch in ("fork", "exec")}
+        fork, cold = sweeps["fork"]["point_wall_s"], sweeps["exec"]["point_wall_s"]
+        ratios = [fork[k] / cold[k] for k in fork if k in cold and cold[k] > 0]
+        sweeps["fork_over_exec_point_wall"] = {
+            "median": statistics.median(ratios), "min": min(ratios), "max": max(ratios),
+            "points": len(ratios),
+        }  # fmt: skip
+        results["sweep_lan_hdd_quick_layout_cache"] = sweeps
     if args.study_log:
         results["full_profile"] = bench_study(args.study_log, REPO / "results")
     OUT.write_text(json.dumps(results, indent=2) + "\n")

@@ -8,7 +8,9 @@ report can show the difference instead of counting it as I/O wait.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import statistics
 import subprocess
 import time
@@ -127,15 +129,29 @@ def run_contained(
     except subprocess.TimeoutExpired:
         error = f"payload timed out after {timeout} s"
         return {"error": error}, _container_run(target, startup_s, float(timeout or 0), -1)
-    record = parse_record(proc.stdout)
-    if record is None:
-        record = {
-            "error": f"payload exited {proc.returncode} without a run record: "
-            f"{failure_line(proc.stderr)}"
-        }
-    ready_at = record.get("ready_at")
-    launch_s = float(ready_at) - submitted if ready_at is not None else None
+    record, launch_s = payload_record(proc.stdout, proc.stderr, proc.returncode, submitted)
     return record, _container_run(target, startup_s, outer, proc.returncode, launch_s)
+
+
+def exit_text(status: int) -> str:
+    """``exited 1``, or ``killed by SIGSEGV`` for a negative status (as subprocess gives it)."""
+    if status < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-status).name}"
+    return f"exited {status}"
+
+
+def payload_record(
+    stdout: str, stderr: str, status: int, submitted: float
+) -> tuple[dict[str, Any], float | None]:
+    """A finished payload's run record (or one whose ``error`` says why there is none), and
+    how long after ``submitted`` it was ready to measure."""
+    record = parse_record(stdout)
+    if record is None:
+        error = f"payload {exit_text(status)} without a run record: {failure_line(stderr)}"
+        return {"error": error}, None
+    ready_at = record.get("ready_at")
+    return record, (float(ready_at) - submitted if ready_at is not None else None)
 
 
 def run_payload(

@@ -20,7 +20,6 @@ import itertools
 import json
 import logging
 import os
-import signal
 import subprocess
 import tempfile
 import threading
@@ -29,8 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from instore.container.measure import DIE_WITH_PARENT, parse_record
-from instore.container.runtime import Access, Runtime, Target, failure_line, last_line, launch
+from instore.container.measure import DIE_WITH_PARENT, exit_text, payload_record
+from instore.container.runtime import Access, Runtime, Target, last_line, launch
 from instore.errors import InstoreError
 from instore.record import ContainerRun
 
@@ -113,7 +112,7 @@ class WarmPayload:
         for line in self.proc.stdout:
             self._dispatch(line)
         status = self.proc.wait()
-        self._end(f"exit {_status(status)}: {self._stderr_tail()}")
+        self._end(f"{exit_text(status)}: {self._stderr_tail()}")
 
     def _dispatch(self, line: bytes) -> None:
         try:
@@ -211,14 +210,9 @@ class WarmPayload:
         outer = float(message.get("ended_at", time.time())) - submitted
         if message.get("timed_out"):
             return {"error": f"payload timed out after {timeout} s"}, self._run_info(outer, -1)
-        record = parse_record(message.get("stdout", ""))
-        if record is None:
-            record = {
-                "error": f"payload {_status(status)} without a run record: "
-                f"{failure_line(message.get('stderr', ''))}"
-            }
-        ready_at = record.get("ready_at")
-        launch_s = float(ready_at) - submitted if ready_at is not None else None
+        record, launch_s = payload_record(
+            message.get("stdout", ""), message.get("stderr", ""), status, submitted
+        )
         return record, self._run_info(outer, status, launch_s)
 
     def _failed(self, error: str, submitted: float) -> tuple[dict[str, Any], ContainerRun]:
@@ -234,14 +228,6 @@ class WarmPayload:
             launch="fork",
             launch_s=launch_s,
         )
-
-
-def _status(status: int) -> str:
-    """``exited 1``, or ``killed by SIGSEGV`` for a negative status."""
-    if status < 0:
-        with contextlib.suppress(ValueError):
-            return f"killed by {signal.Signals(-status).name}"
-    return f"exited {status}"
 
 
 def remove_containers(target: Target, name: str) -> None:

@@ -292,11 +292,11 @@ def serve(engine: str) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "warm",
-        help="the warm payload a sweep starts once per worker (reads jobs as JSON on stdin)",
-        description="Import ROOT and uproot, compile and warm the event loops, then run each "
-        "job (an `instore read` command line sent as a JSON line on stdin) in a fresh forked "
-        "child, and answer each with a JSON line on stdout. Sweeps start it; run by hand only "
-        "to debug it.",
+        help="the warm payload a sweep starts once per worker and engine (jobs as JSON on stdin)",
+        description="Import one engine (ROOT, with its event loops compiled and run once, or "
+        "uproot), then run each job (an `instore read` command line sent as a JSON line on "
+        "stdin) in a fresh forked child, and answer each with a JSON line on stdout. Sweeps "
+        "start it; run it by hand only to debug it (containers/README.md has the protocol).",
     )
     p.add_argument(
         "--engine",
