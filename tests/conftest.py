@@ -1,12 +1,55 @@
-"""Fixtures shared by all test levels: small generated files, made once per session."""
+"""Fixtures shared by all test levels: small generated files, made once per session; and the
+payload image, whose build starts with the session."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from instore.generate import generate_files
+
+REPO = Path(__file__).resolve().parents[1]
+IMAGE_BUILD_LOG = REPO / "build" / "test-image-build.log"
+_image_build: dict[str, subprocess.Popen[bytes]] = {}
+
+
+def _needs_image(args: list[str]) -> bool:
+    """Whether the selected tests may use the payload image: anything beyond tests/unit."""
+    return any("unit" not in Path(a).parts for a in args or ["tests"])
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Start building the payload image at once, in the background (minutes on a fresh clone:
+    a Debian base, then the pinned wheels): the unit and end-to-end tests, which run first and
+    need no image, run meanwhile. ``payload_image`` waits for it."""
+    if shutil.which("podman") is None or not _needs_image(session.config.args):
+        return
+    IMAGE_BUILD_LOG.parent.mkdir(parents=True, exist_ok=True)
+    with IMAGE_BUILD_LOG.open("wb") as log:
+        _image_build["proc"] = subprocess.Popen(
+            [sys.executable, "-m", "instore.cli", "container", "build"],
+            cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    proc = _image_build.pop("proc", None)
+    if proc is not None and proc.poll() is None:  # a session that ended early
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def wait_for_image_build() -> None:
+    """Until the session's background build has ended (its result is checked by building
+    again, which is a no-op when the image is current and says why when it is not)."""
+    proc = _image_build.get("proc")
+    if proc is not None:
+        proc.wait()
+
 
 SMALL_EVENTS = 6000  # about 9 MB per file: big enough for clusters and caches to matter
 

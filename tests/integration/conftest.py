@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import write_real_site
+from tests.conftest import wait_for_image_build, write_real_site
 from tests.integration.slurm import SOCKET_PATH_MAX, SlurmCluster, missing_programs, running
 
 
@@ -95,4 +95,5 @@ def payload_image() -> dict:
 
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed (make system)")
+    wait_for_image_build()
     return image.build(find_project())

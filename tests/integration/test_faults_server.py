@@ -57,9 +57,10 @@ def study_file(tmp_path: Path, profile: dict) -> Path:
     return path
 
 
-# Repetitions of one point over root:// (uproot: a job takes 2-3 s here, well inside the
-# time-out): the fault hits the second, the third shows the sweep recovered. Retries and
-# back-off as a site that expects faults would set them.
+# Repetitions of one point over root:// (uproot, 150 us of CPU per event: a job takes about
+# 1 s here, well inside the time-out, and long enough to be caught reading): the fault hits the
+# second, the third shows the sweep recovered. Retries and back-off as a site that expects
+# faults would set them.
 POINTS = 3
 FAULT_PROFILE = {
     "repetitions": POINTS,
@@ -67,9 +68,10 @@ FAULT_PROFILE = {
     "retries": 3,
     "backoff_s": 1.0,
     "sections": {
-        "protocols": {"protocol": ["xrootd"], "engine": ["uproot"], "layout": ["ordered"]}
+        "protocols": {"protocol": ["xrootd"], "engine": ["uproot"], "layout": ["ordered"],
+                      "cpu_us": [150]}
     },
-}
+}  # fmt: skip
 
 
 @pytest.fixture
@@ -101,16 +103,23 @@ def start_sweep(env: dict[str, Path], study: Path) -> subprocess.Popen[str]:
                             start_new_session=True, preexec_fn=_interactive_sigint)  # fmt: skip
 
 
-def payloads() -> list[psutil.Process]:
-    """Payload jobs reading from the test site over root:// now."""
+def payloads(sweep: subprocess.Popen[str] | None = None) -> list[psutil.Process]:
+    """Payload jobs reading from the test site now: processes connected to its storage (a job
+    forked from a warm payload has the warm payload's command line, not its own); among the
+    sweep's descendants when it runs (quick to look through), else among all processes."""
     found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmd = proc.info["cmdline"] or []
-        if (
-            "read" in cmd
-            and any(a.startswith("root://") for a in cmd)
-            and NAMES.storage_ip in " ".join(cmd)
-        ):
+    try:
+        procs = psutil.Process(sweep.pid).children(recursive=True) if sweep else None
+    except psutil.NoSuchProcess:
+        procs = []
+    for proc in psutil.process_iter() if procs is None else procs:
+        try:
+            connections = proc.net_connections(kind="tcp")
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+        # the XRootD client connects over IPv6 sockets: ::ffff:10.x.y.z is the IPv4 address
+        if any(c.raddr and c.raddr.ip.removeprefix("::ffff:") == NAMES.storage_ip
+               for c in connections):  # fmt: skip
             found.append(proc)
     return found
 
@@ -126,7 +135,7 @@ def wait_until(sweep: subprocess.Popen[str], done: Callable[[], object], what: s
 def wait_for_second_point(sweep: subprocess.Popen[str], results: Path) -> None:
     """Until point 1 is recorded and a job of point 2 reads from the site."""
     wait_until(sweep, (results / SITE / "records.jsonl").exists, "first point's records")
-    wait_until(sweep, payloads, "job of the second point")
+    wait_until(sweep, lambda: payloads(sweep), "job of the second point")
 
 
 def sweep_with_fault(
@@ -229,7 +238,7 @@ def test_ctrl_c_mid_point_leaves_nothing(env: dict[str, Path]) -> None:
     try:
         wait_for_second_point(sweep, env["results"])
         ours = psutil.Process(sweep.pid).children(recursive=True)
-        assert payloads() and ours
+        assert payloads(sweep) and ours
         sweep.send_signal(signal.SIGINT)
         out, err = sweep.communicate(timeout=120)
     finally:
