@@ -232,8 +232,11 @@ def xrootd_server(
     log, launch = run / "xrootd.log", run / "launch.err"  # launch: what a wrapper complained
     cmd = ["xrootd", "-R", "xrootd", "-c", str(conf), "-l", str(log)]
     with launch.open("wb") as err:
+        # A session of its own, as instore starts its servers: xrootd signals its own process
+        # group (SIGHUP, seen killing the whole test session), which must not be pytest's.
         proc = subprocess.Popen(wrap(cmd) if wrap else cmd, env={**os.environ, **(env or {})},
-                                stdout=subprocess.DEVNULL, stderr=err)  # fmt: skip
+                                stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True)  # fmt: skip
     try:
         if not _answers(port, proc):
             said = log.read_text()[-2000:] if log.exists() else launch.read_text()[-2000:]
