@@ -24,8 +24,8 @@ def _needs_image(args: list[str]) -> bool:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Start building the payload image at once, in the background (minutes on a fresh clone:
-    a Debian base, then the pinned wheels): the unit and end-to-end tests, which run first and
-    need no image, run meanwhile. ``payload_image`` waits for it."""
+    a Debian base, then the pinned wheels): the tests that need no image run meanwhile, and
+    ``payload_image`` waits for it."""
     if shutil.which("podman") is None or not _needs_image(session.config.args):
         return
     IMAGE_BUILD_LOG.parent.mkdir(parents=True, exist_ok=True)
@@ -34,6 +34,22 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             [sys.executable, "-m", "instore.cli", "container", "build"],
             cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules whose every test needs the payload image go last (in their order): its build
+    then overlaps everything else. Whole modules only, so no module fixture is set up twice
+    and no test moves behind the unit tests that it must precede (see pyproject.toml)."""
+    by_module: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_module.setdefault(item.nodeid.split("::")[0], []).append(item)
+    last = {
+        module for module, tests in by_module.items()
+        if all("payload_image" in getattr(t, "fixturenames", ()) for t in tests)
+    }  # fmt: skip
+    items[:] = [i for i in items if i.nodeid.split("::")[0] not in last] + [
+        i for i in items if i.nodeid.split("::")[0] in last
+    ]
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -37,10 +37,9 @@ def data(small_files: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
 
 
 @pytest.fixture(scope="module", params=["none", "podman"])
-def target(request: pytest.FixtureRequest) -> Target:
+def target(request: pytest.FixtureRequest, payload_image: dict) -> Target:
     if request.param == "none":
         return Target(Runtime.NONE)
-    request.getfixturevalue("payload_image")
     return image.target_for(Runtime.PODMAN)
 
 
