@@ -45,8 +45,9 @@ lab: venv  ## JupyterLab on the results, bound to localhost
 lint: venv  ## ruff
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
-bench: setup  ## payload overhead benchmarks; writes bench/results.json
+bench: setup  ## payload overhead and job-launch benchmarks; writes bench/results.json, bench/launch_results.json
 	$(BIN)/python bench/payload_overhead.py
+	$(BIN)/python bench/launch_overhead.py
 
 clean-results:  ## delete the measurements and reports (results/, reports/); the next study remeasures
 	rm -rf results reports
