@@ -8,7 +8,9 @@ import time
 from pathlib import Path
 
 from instore.cliutil import comma_choices
+from instore.errors import InstoreError
 from instore.generate.layouts import DEFAULT_LAYOUTS, LAYOUTS, RNTUPLE_DEFAULTS, generate_files
+from instore.generate.template import load_template, named_templates
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "pages). The same seed gives the same event values in every layout; replicas get "
         "distinct seeds.",
     )
-    size = p.add_mutually_exclusive_group(required=True)
+    size = p.add_mutually_exclusive_group()
     size.add_argument("--size-mb", type=float, help="target compressed size of each file, in MB")
     size.add_argument("--events", type=int, help="number of events per file")
     p.add_argument(
@@ -45,8 +47,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--compression",
         type=int,
-        default=101,
-        help="ROOT compression setting, e.g. 101 zlib-1, 505 zstd-5, 404 lz4-4 (default: 101)",
+        help="ROOT compression setting, e.g. 101 zlib-1, 505 zstd-5, 404 lz4-4 (default: the "
+        "template's with --like, else 101)",
+    )
+    p.add_argument(
+        "--like",
+        metavar="TEMPLATE",
+        help="write files like a real one: a ROOT file with a flat TTree (a NanoAOD), a template "
+        f"JSON, or a shipped template ({', '.join(named_templates())}); default: the study's "
+        "own analysis-like schema",
+    )
+    p.add_argument(
+        "--fileset",
+        default="",
+        help="a name prefixed to the file names (<fileset>-<layout>-r<k>.root), so file sets of "
+        "several sizes or templates share a directory",
+    )
+    p.add_argument(
+        "--save-template",
+        type=Path,
+        metavar="JSON",
+        help="with --like FILE.root: also save the derived template there (reused with "
+        "--like JSON; the project keeps what it derived, not the file)",
+    )
+    p.add_argument(
+        "--compare",
+        action="store_true",
+        help="with --like: write a file of the template's entry count and report, per branch, "
+        "compressed bytes per event against the template's (a CSV beside the files)",
     )
     p.add_argument(
         "--rntuple-cluster-mb",
@@ -72,6 +100,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="instore generate: %(message)s")
     start = time.monotonic()
+    if args.like:
+        template = load_template(args.like)
+        if args.save_template:
+            template.name = args.save_template.stem
+            template.save(args.save_template)
+            logging.info("saved template %s (%d branches) to %s", template.name,
+                         len(template.branches), args.save_template)  # fmt: skip
+        if args.compare:
+            from instore.generate.compare import compare_to_template
+
+            return compare_to_template(template, args.out, args.seed, args.compression)
+    elif args.save_template or args.compare:
+        raise InstoreError("--save-template and --compare need --like", "add --like FILE")
+    if args.size_mb is None and args.events is None:
+        if args.save_template:
+            return 0
+        raise InstoreError("no file size given", "give --size-mb MB or --events N")
     written = generate_files(
         args.out,
         args.layouts,
@@ -83,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
         args.compression,
         args.rntuple_cluster_mb,
         args.rntuple_page_kb,
+        args.like,
+        args.fileset,
     )
     for path in written.values():
         print(f"{path}\t{path.stat().st_size / 1e6:.1f} MB")

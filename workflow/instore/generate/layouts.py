@@ -28,20 +28,25 @@ from pathlib import Path
 
 from instore import __version__
 from instore.errors import InstoreError
+from instore.generate import like as like_files
+from instore.generate.template import load_template
 from instore.rootenv import declare, root, root_version
 from instore.study.files import replica_name
 
 log = logging.getLogger(__name__)
 
 TTREE_LAYOUTS: tuple[str, ...] = ("unordered", "by-branch", "ordered")
-RNTUPLE_LAYOUTS: tuple[str, ...] = ("rntuple", "rntuple-small")
+RNTUPLE_LAYOUTS: tuple[str, ...] = ("rntuple", "rntuple-small", "rntuple-matched")
 LAYOUTS: tuple[str, ...] = TTREE_LAYOUTS + RNTUPLE_LAYOUTS
 DEFAULT_LAYOUTS = TTREE_LAYOUTS  # the study's files; RNTuple ones only when asked for
 TREE_NAME = "events"  # the RNTuple is named as the tree, so a reader finds it the same way
 # Per-layout RNTuple knobs in MB / kB; None = ROOT's default RNTupleWriteOptions.
+# rntuple-matched: clusters as large as the TTree's (cluster_mb), for a comparison at equal
+# cluster sizes.
 RNTUPLE_DEFAULTS: dict[str, tuple[float | None, float | None]] = {
     "rntuple": (None, None),
     "rntuple-small": (1.0, 8.0),
+    "rntuple-matched": (None, None),
 }
 _SORT = {"by-branch": "SortBasketsByBranch", "ordered": "SortBasketsByEntry"}
 _PROBE_EVENTS = 2000
@@ -60,6 +65,8 @@ class FileSpec:
     compression: int = 101  # ROOT's TFile default (ZLIB level 1), as on 2010-era files
     rntuple_cluster_mb: float | None = None  # None: the layout's default (RNTUPLE_DEFAULTS)
     rntuple_page_kb: float | None = None
+    like: str | None = None  # a template (name, JSON or ROOT file): its schema, not ours
+    fileset: str = ""  # the file set's name, prefixed to file names ("" = the study's own)
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -96,6 +103,8 @@ class FileSpec:
     def rntuple_sizes(self) -> tuple[int, int]:
         """(approximate compressed cluster bytes, maximum uncompressed page bytes); 0 = ROOT's."""
         cluster_mb, page_kb = RNTUPLE_DEFAULTS.get(self.layout, (None, None))
+        if self.layout == "rntuple-matched":
+            cluster_mb = self.cluster_mb
         cluster_mb = self.rntuple_cluster_mb if self.rntuple_cluster_mb is not None else cluster_mb
         page_kb = self.rntuple_page_kb if self.rntuple_page_kb is not None else page_kb
         return (int(cluster_mb * 1e6) if cluster_mb else 0, int(page_kb * 1024) if page_kb else 0)
@@ -107,7 +116,7 @@ class FileSpec:
 
     @property
     def filename(self) -> str:
-        return replica_name(self.layout, self.replica)
+        return replica_name(self.layout, self.replica, self.fileset)
 
 
 def _fill(path: Path, spec: FileSpec, n_events: int, cluster_bytes: int) -> int:
@@ -175,6 +184,11 @@ def events_for_size(spec: FileSpec) -> int:
     """Events needed for ``spec.size_mb``, from the compressed size of a small sample."""
     if spec.n_events is not None:
         return spec.n_events
+    if spec.like:
+        per_event = like_files.bytes_per_event(load_template(spec.like), spec.replica_seed,
+                                         spec.compression, int(spec.cluster_mb * 1e6), _PROBE_EVENTS)  # fmt: skip
+        assert spec.size_mb is not None
+        return max(1, round(spec.size_mb * 1e6 / per_event))
     with tempfile.TemporaryDirectory(prefix="instore-probe-") as tmp:
         zip_bytes = _fill(Path(tmp) / "probe.root", spec, _PROBE_EVENTS, int(spec.cluster_mb * 1e6))
     assert spec.size_mb is not None
@@ -189,7 +203,9 @@ def generate_file(spec: FileSpec, out_dir: Path, n_events: int | None = None) ->
     partial = target.with_suffix(".partial.root")
     cluster_bytes = int(spec.cluster_mb * 1e6)
     try:
-        if spec.is_rntuple:
+        if spec.like:
+            like_files.write_like(spec, load_template(spec.like), partial, n, _SORT)
+        elif spec.is_rntuple:
             _fill_rntuple(partial, spec, n)
         elif spec.layout == "unordered":
             _fill(partial, spec, n, 0)
@@ -219,11 +235,17 @@ def generate_files(
     size_mb: float | None = None,
     n_events: int | None = None,
     cluster_mb: float = 8.0,
-    compression: int = 101,
+    compression: int | None = None,
     rntuple_cluster_mb: float | None = None,
     rntuple_page_kb: float | None = None,
+    like: str | None = None,
+    fileset: str = "",
 ) -> dict[tuple[str, int], Path]:
-    """Write every layout x replica; the event count is probed once and shared by all."""
+    """Write every layout x replica; the event count is probed once and shared by all.
+
+    ``compression`` None: the template's (``like``), else ROOT's TFile default (101)."""
+    if compression is None:
+        compression = load_template(like).compression if like else 101
     specs = [
         FileSpec(
             layout,
@@ -235,6 +257,8 @@ def generate_files(
             compression,
             rntuple_cluster_mb,
             rntuple_page_kb,
+            like,
+            fileset,
         )
         for r in range(replicas)
         for layout in layouts
