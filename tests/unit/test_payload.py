@@ -228,7 +228,7 @@ def test_bad_files_give_one_clear_line(
         (["--cache-mb", "-1"], "negative"),
         (["--entries", "1.5"], "outside"),
         (["--branches", "fraction:abc"], "bad branch fraction"),
-        (["--branches", "NoSuchBranch"], "no branch"),
+        (["--branches", "NoSuchBranch"], "names NoSuchBranch, which the file lacks"),
         (["--stage-in", "cp"], "scratch"),
     ],
 )

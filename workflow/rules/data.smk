@@ -1,17 +1,25 @@
 # The generated ROOT files: every layout the study's grids use (TTree and RNTuple ones),
-# `replicas` of each.
+# `replicas` of each, for the profile's own `files` and for each named file set (`filesets:`,
+# files drawn like a real file's template).
 from dataclasses import asdict
 
 from instore.generate.layouts import LAYOUTS as KNOWN_LAYOUTS
+from instore.study.config import DEFAULT_FILESET
 from instore.study.files import replica_names
 
 
-# Ordered is always made: the sections that do not vary the layout read it.
-USED_LAYOUTS = {"ordered"} | {
-    lay for grid in STUDY.sections.values() for lay in grid.get("layout", ["ordered"])
-}
-LAYOUTS = [lay for lay in KNOWN_LAYOUTS if lay in USED_LAYOUTS]
+def layouts_of(fileset):
+    used = STUDY.layouts_of(fileset)
+    return [lay for lay in KNOWN_LAYOUTS if lay in used]
+
+
+LAYOUTS = layouts_of(DEFAULT_FILESET)
 FILES = [f"{DATA}/{name}" for name in replica_names(LAYOUTS, STUDY.files.replicas)]
+FILESET_FILES = [
+    f"{DATA}/{name}"
+    for fileset, spec in STUDY.filesets.items()
+    for name in replica_names(layouts_of(fileset), spec.replicas, fileset)
+]
 
 
 rule generate_files:
@@ -28,4 +36,26 @@ rule generate_files:
     shell:
         "instore generate --size-mb {params.spec[size_mb]} --layouts {params.layouts}"
         " --replicas {params.spec[replicas]} --seed {params.spec[seed]}"
+        " --cluster-mb {params.spec[cluster_mb]} --out {params.out:q} > {log} 2>&1"
+
+
+# One job per file of a named set: a 1 GB file takes minutes to write, and two cores write two.
+rule generate_fileset_file:
+    output:
+        f"{DATA}/{{fileset}}-{{layout}}-r{{replica}}.root",
+    wildcard_constraints:
+        fileset="|".join(STUDY.filesets) or "(?!)",
+        layout="|".join(KNOWN_LAYOUTS),
+        replica=r"\d+",
+    log:
+        f"{LOGS}/generate-{{fileset}}-{{layout}}-r{{replica}}.log",
+    params:
+        spec=lambda w: asdict(STUDY.fileset(w.fileset)),
+        out=lambda w, output: Path(output[0]).parent,
+    conda:
+        "../../envs/conda.yaml"
+    shell:
+        "instore generate --like {params.spec[like]:q} --fileset {wildcards.fileset}"
+        " --layouts {wildcards.layout} --replica {wildcards.replica}"
+        " --size-mb {params.spec[size_mb]} --seed {params.spec[seed]}"
         " --cluster-mb {params.spec[cluster_mb]} --out {params.out:q} > {log} 2>&1"

@@ -10,7 +10,7 @@
 rule upload_site:
     input:
         site=site_file,
-        files=FILES,
+        files=FILES + FILESET_FILES,
     output:
         f"{RESULTS}/{{site}}/upload.json",
     log:

@@ -12,7 +12,7 @@
 rule sweep_site:
     input:
         site=site_file,
-        files=FILES,
+        files=FILES + FILESET_FILES,
         calibration=calibration_inputs,
         upload=upload_inputs,
         image=IMAGE_INPUT,
@@ -23,7 +23,10 @@ rule sweep_site:
     params:
         # A grid, file or repetition change reruns the sweep, which resumes.
         grids=json.dumps({s: STUDY.sections[s] for s in SECTIONS_RUN}, sort_keys=True),
-        files=json.dumps(asdict(STUDY.files), sort_keys=True),
+        files=json.dumps(
+            {"files": asdict(STUDY.files), "filesets": {k: asdict(v) for k, v in STUDY.filesets.items()}},
+            sort_keys=True,
+        ),
         repetitions=STUDY.repetitions,
         sections=",".join(SECTIONS_RUN),
         runtime=RUNTIME.value,

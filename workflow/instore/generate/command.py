@@ -37,6 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=1,
         help="files per layout, each with its own seed (default: 1)",
     )
+    p.add_argument(
+        "--replica",
+        type=int,
+        metavar="K",
+        help="write replica K only (0-based; the files are those --replicas K+1 would write)",
+    )
     p.add_argument("--seed", type=int, default=1, help="base seed (default: 1)")
     p.add_argument(
         "--cluster-mb",
@@ -130,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         args.rntuple_page_kb,
         args.like,
         args.fileset,
+        args.replica,
     )
     for path in written.values():
         print(f"{path}\t{path.stat().st_size / 1e6:.1f} MB")

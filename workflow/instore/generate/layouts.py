@@ -19,6 +19,7 @@ by-branch hold the very same baskets, placed differently.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import tempfile
@@ -240,10 +241,13 @@ def generate_files(
     rntuple_page_kb: float | None = None,
     like: str | None = None,
     fileset: str = "",
+    only_replica: int | None = None,
 ) -> dict[tuple[str, int], Path]:
     """Write every layout x replica; the event count is probed once and shared by all.
 
-    ``compression`` None: the template's (``like``), else ROOT's TFile default (101)."""
+    ``compression`` None: the template's (``like``), else ROOT's TFile default (101).
+    ``only_replica``: write that replica only (a workflow writes a set's files in parallel);
+    the event count is probed with replica 0's seed, so it is the same either way."""
     if compression is None:
         compression = load_template(like).compression if like else 101
     specs = [
@@ -260,12 +264,12 @@ def generate_files(
             like,
             fileset,
         )
-        for r in range(replicas)
+        for r in (range(replicas) if only_replica is None else [only_replica])
         for layout in layouts
     ]
     if not specs:
         raise InstoreError("nothing to generate", "give at least one layout and one replica")
-    n = events_for_size(specs[0])
+    n = events_for_size(dataclasses.replace(specs[0], replica=0))
     written: dict[tuple[str, int], Path] = {}
     for i, spec in enumerate(specs, 1):
         log.info("[%d/%d] writing %s (%d events)", i, len(specs), spec.filename, n)

@@ -41,7 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pat.add_argument(
         "--branches",
         default="all",
-        help='"all", "fraction:F" (an evenly spread fraction) or "a,b,c" (default: all)',
+        help='"all", "fraction:F" (an evenly spread fraction), a named set (agc-2.7, agc-4, '
+        'agc-15, agc-25, agc-50: the Analysis Grand Challenge\'s NanoAOD sets) or "a,b,Jet_*" '
+        "(names and globs; counters are added) (default: all)",
     )
     pat.add_argument(
         "--entries", type=float, default=1.0, help="fraction of entries to process (default: 1)"

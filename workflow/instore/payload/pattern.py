@@ -6,6 +6,7 @@ Both engines select with these functions from their own view of the file's metad
 
 from __future__ import annotations
 
+import fnmatch
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -14,13 +15,15 @@ import numpy as np
 import pandas as pd
 
 from instore.errors import InstoreError
+from instore.payload.branchsets import BRANCH_SETS
 
 ENTRY_MODES = ("stride", "range")
 
 
 @dataclass(frozen=True)
 class Pattern:
-    """``branches``: "all", "fraction:F" (an evenly spread F of the branches) or "a,b,c"."""
+    """``branches``: "all", "fraction:F" (an evenly spread F of the branches), a named set
+    (``BRANCH_SETS``: the AGC's) or "a,b,c" where each item is a name or a glob ("Jet_*")."""
 
     branches: str = "all"
     entry_fraction: float = 1.0
@@ -66,15 +69,30 @@ def select_branches(names: Sequence[str], counters: Mapping[str, str], spec: str
         step = len(names) / k
         chosen = [names[int(i * step)] for i in range(k)]
     else:
-        chosen = [b.strip() for b in spec.split(",") if b.strip()]
-        missing = [b for b in chosen if b not in names]
-        if missing:
-            raise InstoreError(
-                f"no branch(es) named {', '.join(missing)}",
-                "list them with `instore inspect FILE --baskets DIR`",
-            )
+        chosen = _named(names, spec)
     wanted = set(chosen) | {counters[b] for b in chosen if b in counters}
     return [n for n in names if n in wanted]
+
+
+def _named(names: Sequence[str], spec: str) -> list[str]:
+    """Branches named by a set's name, names or globs; one line naming what the file lacks."""
+    items = list(BRANCH_SETS.get(spec, ())) or [b.strip() for b in spec.split(",") if b.strip()]
+    chosen, missing = [], []
+    for item in items:
+        hits = (
+            fnmatch.filter(names, item)
+            if any(c in item for c in "*?[")
+            else [item] * (item in names)
+        )
+        chosen.extend(hits) if hits else missing.append(item)
+    if missing:
+        what = f"pattern {spec} needs" if spec in BRANCH_SETS else "the pattern names"
+        raise InstoreError(
+            f"{what} {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}, which the file "
+            f"lacks ({len(missing)} of {len(items)} missing)",
+            "choose branches the file has (uproot.open(FILE)[TREE].keys() lists them), or a pattern for its schema",
+        )
+    return chosen
 
 
 def entry_selection(entries: int, pattern: Pattern) -> tuple[int, int, int]:
@@ -89,7 +107,11 @@ def bytes_needed(
 ) -> int:
     """Compressed bytes of the baskets (RNTuple pages) holding at least one entry the job reads.
 
-    A page stored once for two columns (RNTuple deduplicates identical pages) counts once."""
+    A page stored once for two columns (RNTuple deduplicates identical pages) counts once. A
+    basket embedded in the TTree's record counts as the TTree's key, once for all of them: a
+    reader gets those baskets only by reading that key (compressed as one), and always reads it
+    when it opens the tree, so it is data the job needs, not overhead (see
+    ``instore.payload.maps``)."""
     b = baskets[baskets["branch"].isin(list(branches))]
     lo = np.maximum(b["entry_start"].to_numpy(), first)
     hi = np.minimum(b["entry_stop"].to_numpy(), stop)

@@ -24,6 +24,7 @@ TITLES = {
     "jobfill": "Jobs per node",
     "format": "File format: TTree and RNTuple",
     "caching": "Site cache and round-trip time",
+    "scale": "File size: NanoAOD-like files from 16 MB to 1 GB",
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,8 @@ from instore.errors import InstoreError
 if TYPE_CHECKING:
     from instore.site.config import SiteConfig
 
-SECTIONS = ("layout", "cache", "protocols", "readahead", "jobfill", "format", "caching")
+SECTIONS = ("layout", "cache", "protocols", "readahead", "jobfill", "format", "caching", "scale")
+DEFAULT_FILESET = "default"  # the profile's `files`: the study's own analysis-like schema
 DEFAULT_STUDY = CONFIG_DIR / "study.yaml"
 RUNTIME_ENV = "INSTORE_CONTAINER_RUNTIME"
 TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
@@ -26,6 +27,13 @@ class FilesSpec:
     replicas: int
     seed: int = 1
     cluster_mb: float = 8.0
+    like: str | None = None  # a template: the set's schema is a real file's (filesets only)
+    repetitions: int | None = None  # None: the profile's
+
+    def key(self) -> dict[str, Any]:
+        """What identifies the files in a point's key (fields left unset stay out, so the
+        keys of points measured before a field existed do not change)."""
+        return {k: v for k, v in asdict(self).items() if v is not None and k != "repetitions"}
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,40 @@ class Study:
     retries: int
     sections: Mapping[str, Mapping[str, list[Any]]] = field(default_factory=dict)
     backoff_s: float = 2.0  # first wait before a retry; doubles with each further attempt
+    filesets: Mapping[str, FilesSpec] = field(default_factory=dict)
+
+    def fileset(self, name: str | None) -> FilesSpec:
+        """The files a point reads: a named set, or the profile's own (None or "default")."""
+        if name in (None, DEFAULT_FILESET):
+            return self.files
+        try:
+            return self.filesets[name]
+        except KeyError:
+            raise InstoreError(
+                f"{self.path}: no file set named {name!r} in profile {self.profile}",
+                f"add it under filesets:, or use one of: {', '.join([DEFAULT_FILESET, *self.filesets])}",
+            ) from None
+
+    def tree_of(self, fileset: str | None) -> str:
+        """The tree (or RNTuple) name a set's files hold: a template's, else the study's."""
+        spec = self.fileset(fileset)
+        if spec.like is None:
+            return self.tree
+        from instore.generate.template import load_template  # the generator imports this package
+
+        return load_template(spec.like).tree_name
+
+    def layouts_of(self, fileset: str) -> set[str]:
+        """The layouts a set is read in: its sections' (ordered always: sections without a
+        layout axis read it)."""
+        used = {"ordered"}
+        for grid in self.sections.values():
+            if fileset in grid.get("fileset", [DEFAULT_FILESET]):
+                used.update(grid.get("layout", ["ordered"]))
+        return used
+
+    def repetitions_of(self, fileset: str | None) -> int:
+        return self.fileset(fileset).repetitions or self.repetitions
 
 
 def load_study(path: Path = DEFAULT_STUDY, overrides: Mapping[str, Any] | None = None) -> Study:
@@ -55,6 +97,7 @@ def load_study(path: Path = DEFAULT_STUDY, overrides: Mapping[str, Any] | None =
             f"choose one of {', '.join(data['profiles'])}",
         )
     prof = data["profiles"][name]
+    _check_filesets(path, name, prof)
     return Study(
         path=path,
         profile=name,
@@ -66,7 +109,20 @@ def load_study(path: Path = DEFAULT_STUDY, overrides: Mapping[str, Any] | None =
         retries=int(prof.get("retries", 2)),
         backoff_s=float(prof.get("backoff_s", 2.0)),
         sections=prof["sections"],
+        filesets={name: FilesSpec(**spec) for name, spec in prof.get("filesets", {}).items()},
     )
+
+
+def _check_filesets(path: Path, profile: str, prof: Mapping[str, Any]) -> None:
+    """Every `fileset` a section names is one the profile defines."""
+    known = [DEFAULT_FILESET, *prof.get("filesets", {})]
+    for section, grid in prof["sections"].items():
+        for name in grid.get("fileset", []):
+            if name not in known:
+                raise InstoreError(
+                    f"{path}: profile {profile}, section {section}: no file set named {name!r}",
+                    f"define it under the profile's filesets:, or use one of: {', '.join(known)}",
+                )
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ class Point:
     cache_state: str | None = None  # the site's XCache before the point: cold or warm
     rtt_ms: float | None = None  # emulated link's round trip; None: the site's own
     bandwidth_mbit: float | None = None  # emulated link's rate; None: the site's own
+    fileset: str | None = None  # the files read: a named set of the profile; None: its `files`
     repetition: int = 0
 
     @property
@@ -99,7 +100,7 @@ KNOBS: tuple[str, ...] = tuple(f.name for f in fields(Point) if f.name not in NO
 _DEFAULT = Point(section="")
 # Knobs added after results were recorded: they enter a point's key only when set, so the keys
 # (and the records) of points that do not use them stay what they were.
-KEYED_IF_SET = ("cache_state", "rtt_ms", "bandwidth_mbit")
+KEYED_IF_SET = ("cache_state", "rtt_ms", "bandwidth_mbit", "fileset")
 CONDITION_AXES = ("rtt_ms", "bandwidth_mbit")  # the RTT, the costlier to retune, outermost
 _CONDITION_ORDER = {a: i for i, a in enumerate(CONDITION_AXES)}
 # A section's grid may name the sites it runs on; that is not an axis.
@@ -107,8 +108,9 @@ SITES_KEY = "sites"
 
 
 def axis_value(axis: str, value: Any) -> Any:
-    """A grid value as a Point holds it (cache_mb's \"default\" is None: ROOT's default)."""
-    return None if axis == "cache_mb" and value == "default" else value
+    """A grid value as a Point holds it (cache_mb's \"default\" is None: ROOT's default;
+    fileset's \"default\" is None: the profile's own files)."""
+    return None if axis in ("cache_mb", "fileset") and value == "default" else value
 
 
 def _applicable(point: Point) -> Point:
@@ -145,7 +147,8 @@ def expand(study: Study, section: str) -> list[Point]:
         if base in seen:
             continue
         seen.add(base)
-        points.extend(replace(base, repetition=r) for r in range(study.repetitions))
+        repetitions = study.repetitions_of(base.fileset)
+        points.extend(replace(base, repetition=r) for r in range(repetitions))
     return points
 
 

@@ -21,6 +21,9 @@ FIGURES: dict[str, tuple[str, str]] = {
     "format_table": ("format", "fig-format-table"),
     "format_compare": ("compare", "fig-compare-format"),
     "caching": ("caching", "fig-caching"),
+    "scale_effects": ("scale", "fig-scale-effects"),
+    "scale_table": ("scale", "fig-scale-table"),
+    "scale_points": ("scale", "fig-scale-points"),
     "compare": ("compare", "fig-compare"),
 }
 

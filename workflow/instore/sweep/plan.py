@@ -4,7 +4,6 @@ cluster's: all asked here), and the input files the rest need."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,9 +19,12 @@ from instore.sweep.options import SweepOptions
 from instore.sweep.store import RecordStore
 
 
-def files_for(point: Point, replicas: int) -> list[str]:
-    """Job j reads replica j: concurrent jobs read different files (wrapping if too few)."""
-    return [replica_name(point.layout, j % replicas) for j in range(point.jobs)]
+def files_for(point: Point, study: Study) -> list[str]:
+    """Job j reads replica j of the point's file set: concurrent jobs read different files
+    (wrapping if too few)."""
+    replicas = study.fileset(point.fileset).replicas
+    fileset = point.fileset or ""
+    return [replica_name(point.layout, j % replicas, fileset) for j in range(point.jobs)]
 
 
 @dataclass
@@ -37,13 +39,12 @@ class Plan:
 def plan(opts: SweepOptions, site: SiteConfig) -> Plan:
     """What to measure, what is already measured, what is skipped and why, the files needed."""
     study, store = opts.study, RecordStore(opts.results, site.name)
-    files_key = dataclasses.asdict(study.files)
     done = set() if opts.force else store.done_keys()
     result = Plan([], set(), [])
     needed: set[str] = set()
     for section in opts.sections:
         for point in expand(study, section):
-            key = point.key(site.name, files_key)
+            key = point.key(site.name, study.fileset(point.fileset).key())
             result.keys.add(key)
             reason = skip_reason(study, point, site)
             if key in done:
@@ -52,16 +53,24 @@ def plan(opts: SweepOptions, site: SiteConfig) -> Plan:
                 result.skipped[reason] = result.skipped.get(reason, 0) + 1
             else:
                 result.todo.append((point, key))
-                needed.update(files_for(point, study.files.replicas))
+                needed.update(files_for(point, study))
     result.files = [opts.data / name for name in sorted(needed)]
     missing = [p for p in result.files if not p.exists()]
     if missing:
-        f = study.files
         raise InstoreError(
             f"{len(missing)} input file(s) missing, e.g. {missing[0]}",
-            f"run: instore generate --size-mb {f.size_mb} --replicas {f.replicas} --seed {f.seed} --cluster-mb {f.cluster_mb} --out {opts.data}",
+            _generate_hint(study, missing[0], opts.data),
         )
     return result
+
+
+def _generate_hint(study: Study, missing: Path, data: Path) -> str:
+    """The `instore generate` command that writes the missing file's set."""
+    name = next((n for n in study.filesets if missing.name.startswith(f"{n}-")), None)
+    f = study.fileset(name)
+    like = f" --like {f.like} --fileset {name}" if f.like else ""
+    return (f"run: instore generate{like} --size-mb {f.size_mb} --replicas {f.replicas} --seed {f.seed} "
+            f"--cluster-mb {f.cluster_mb} --out {data} (or `make study`, which generates every set)")  # fmt: skip
 
 
 def skip_reason(study: Study, point: Point, site: SiteConfig) -> str | None:

@@ -23,7 +23,6 @@ from instore.container.runtime import Runtime, Target
 from instore.record import JobOutcome, PointInfo, SiteInfo, row, utc_now
 from instore.site import LiveSite, SiteConfig, load_site, open_site
 from instore.study import Point
-from instore.study.files import replica_name
 from instore.sweep.cluster import cluster_client
 from instore.sweep.jobs import Job, access_for, in_container, job_argv, run_job
 from instore.sweep.options import SweepOptions, SweepSummary
@@ -136,8 +135,7 @@ def sweep_access(
 ) -> Access:
     """What the sweep's jobs see, once for all its points: a warm payload's container is
     started once with it. Every file every point reads is reachable, over its protocol."""
-    replicas = opts.study.files.replicas
-    urls = {live.url(p.protocol, f) for p in points for f in files_for(p, replicas)}
+    urls = {live.url(p.protocol, f) for p in points for f in files_for(p, opts.study)}
     fuse = any(p.protocol == "fuse" for p in points)
     return access_for(
         sorted(urls), live.job_env(), opts.data, opts.scratch, fuse, in_container(target)
@@ -209,8 +207,16 @@ def _warm_up(run: SweepRun, point: Point) -> float:
     concurrent jobs can be told when to start measuring together."""
     opts, live = run.opts, run.live
     protocol = "posix" if "posix" in live.protocols else live.protocols[0]
-    url = live.url(protocol, replica_name(point.layout, 0))
-    argv = ("instore", "read", url, "--tree", opts.study.tree, "--entries", "0.01")
+    url = live.url(protocol, files_for(point, opts.study)[0])
+    argv = (
+        "instore",
+        "read",
+        url,
+        "--tree",
+        opts.study.tree_of(point.fileset),
+        "--entries",
+        "0.01",
+    )
     job = Job("warm-up", 0, 0, argv, run.target, run.access, run.startup,
               opts.study.timeout_s, retries=0, launch=opts.launch)  # fmt: skip
     future = run.client.submit(run_job, job, time.time(), workers=[run.workers[0]], pure=False)
@@ -242,7 +248,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
     opts, live = run.opts, run.live
     live.set_block_readahead(point.block_readahead_kb)
     conditions = live.set_conditions(point.rtt_ms, point.bandwidth_mbit)
-    files = files_for(point, opts.study.files.replicas)
+    files = files_for(point, opts.study)
     live.prepare_cache(point.cache_state, sorted(set(files)))  # off the clock
     live.drop_caches()
     disk_before, link_before = live.disk_bytes_read(), live.link_bytes()
@@ -255,7 +261,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
             point_key=key,
             index=j,
             node=j // point.fill,
-            argv=job_argv(point, url, opts.study.tree, opts.scratch, measure_at),
+            argv=job_argv(point, url, opts.study.tree_of(point.fileset), opts.scratch, measure_at),
             target=run.target,
             access=run.access,
             startup_s=run.startup,

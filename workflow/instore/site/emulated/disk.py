@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from instore.errors import InstoreError
 from instore.site.config import Disk
 from instore.site.emulated.names import PREFIX, WORK_ROOT, SiteNames
 from instore.site.emulated.system import run
@@ -84,6 +85,8 @@ def major_minor(dev: str) -> str:
 
 def put_files(names: SiteNames, files: Iterable[Path]) -> list[str]:
     """Copy files onto the disk and flush them, so reads later come from the device."""
+    files = list(files)
+    check_room(names, files)
     placed = []
     names.data_dir.mkdir(mode=0o755, exist_ok=True)
     for src in files:
@@ -93,6 +96,22 @@ def put_files(names: SiteNames, files: Iterable[Path]) -> list[str]:
         placed.append(dest.name)
     os.sync()
     return placed
+
+
+def check_room(names: SiteNames, files: Sequence[Path]) -> None:
+    """Refuse before copying when the files cannot fit: a full disk half-way through a copy
+    would say less, later."""
+    need = sum(Path(f).stat().st_size for f in files)
+    fs = os.statvfs(names.disk_mount)
+    free = fs.f_bavail * fs.f_frsize
+    if need > free:
+        site = names.site
+        raise InstoreError(
+            f"site {site}: the files to measure need {need / 2**20:.0f} MiB, its emulated disk "
+            f"has {free / 2**20:.0f} MiB free",
+            f"raise disk.size_mb in config/sites/{site}.yaml to at least "
+            f"{(need * 1.1 + (fs.f_blocks * fs.f_frsize - free)) / 2**20:.0f}",
+        )
 
 
 def unmount(mountpoint: str) -> None:
