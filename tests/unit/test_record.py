@@ -35,7 +35,8 @@ COLUMNS = {
     "wall_s", "open_s", "stage_in_s", "user_s", "sys_s", "cpu_efficiency", "cpu_wait_s",
     "event_rate_hz", "bytes_read", "read_calls", "vector_reads", "read_size_hist",
     "bytes_needed", "read_amplification", "mb_per_s", "cache_bytes_effective", "rchar_delta",
-    "counters", "format", "object_name", "error", "start_lateness_s", "provenance",
+    "counters", "format", "object_name", "fields_skipped", "fields_skipped_reason", "error",
+    "start_lateness_s", "provenance",
     "ready_at",
     # the container's
     "runtime", "image_digest", "container_startup_s", "outer_wall_s", "exit_status",
@@ -50,7 +51,7 @@ COLUMNS = {
     # the point's own fields
     "section", "layout", "protocol", "cache_mb", "readahead_kb", "block_readahead_kb",
     "uproot_gap_kb", "branches", "entry_fraction", "cpu_us", "fill", "nodes", "repetition",
-    "cache_state", "rtt_ms", "bandwidth_mbit",
+    "cache_state", "rtt_ms", "bandwidth_mbit", "fileset",
 }  # fmt: skip
 
 

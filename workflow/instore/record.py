@@ -124,6 +124,10 @@ class Measurement:
     counters: dict[str, float]
     format: str = ""  # what was read: "ttree" or "rntuple"
     object_name: str = ""  # its path in the file (a TTree's or an RNTuple's, e.g. analysis/nominal)
+    # Selected branches or fields the engine could not read (a class with no dictionary where it
+    # ran), and why the first was skipped: a measurement of fewer fields than asked says so.
+    fields_skipped: int = 0
+    fields_skipped_reason: str | None = None
 
 
 UPROOT_HTTP_CLIENT = "urllib3 multi-range GET (instore's uproot source), X.509 proxy and token"

@@ -1,5 +1,9 @@
 // instore measuring payload, ROOT engine: a C++ event loop with TTreePerfStats attached.
+#include <TBasket.h>
 #include <TBranch.h>
+#include <TDirectory.h>
+#include <TKey.h>
+#include <TObjArray.h>
 #include <TEnv.h>
 #include <TFile.h>
 #include <TSystem.h>
@@ -11,6 +15,7 @@
 #include <TTreePerfStats.h>
 #include <ctime>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace instore {
@@ -67,6 +72,17 @@ struct LoopResult {
    std::string error;
 };
 
+// Turn on the sub-branches of a split branch too: SetBranchStatus matches names, and a split
+// class's members are named without their branch's (e.g. "smk", not "TrigDecisionAux.smk").
+inline void enable_sub_branches(TBranch *b) {
+   TObjArray *subs = b->GetListOfBranches();
+   for (Int_t k = 0; k < subs->GetEntriesFast(); ++k) {
+      auto *sub = static_cast<TBranch *>(subs->UncheckedAt(k));
+      sub->ResetBit(kDoNotProcess);
+      enable_sub_branches(sub);
+   }
+}
+
 // Read `names` for entries first, first+stride, ... < stop, as an analysis would.
 // cache_bytes < 0 asks for ROOT's default TTreeCache (what TTree::GetEntry would create:
 // the autoflush cluster size, scaled by ROOT_TTREECACHE_SIZE / TTreeCache.Size); 0 turns it off.
@@ -75,11 +91,13 @@ inline LoopResult loop(TTree *t, const std::vector<std::string> &names, Long64_t
    LoopResult r;
    t->SetBranchStatus("*", false);
    for (auto &n : names) {
-      if (!t->GetBranch(n.c_str())) {
+      TBranch *b = t->GetBranch(n.c_str());
+      if (!b) {
          r.error = "no branch named " + n;
          return r;
       }
       t->SetBranchStatus(n.c_str(), true);
+      enable_sub_branches(b);
    }
    TFile *f = t->GetCurrentFile();
    Long64_t size = cache_bytes < 0 ? default_cache_size(t) : cache_bytes;
@@ -111,25 +129,67 @@ inline LoopResult loop(TTree *t, const std::vector<std::string> &names, Long64_t
    return r;
 }
 
-// The basket map from ROOT's view of the metadata: one entry per basket written to disk.
+// The basket map from ROOT's view of the metadata: one entry per basket of each named branch and
+// of its sub-branches (a split class's members), in its own key on disk or embedded in the
+// TTree's record (TBranch::fBaskets from the slot fWriteBasket on: the baskets ROOT had not
+// written yet when it wrote the tree). An embedded basket's bytes are those of the TTree's key,
+// the only way to fetch them (see instore.payload.maps).
 struct BasketRows {
    std::vector<int> branch;
    std::vector<int> basket;
    std::vector<Long64_t> entry_start, entry_stop, offset, bytes;
+   std::vector<int> embedded;  // 1: stored in the TTree's record
 };
+
+// (offset, bytes on storage) of the key the tree was read from; (0, 0) for a tree in no file.
+inline std::pair<Long64_t, Long64_t> tree_key(TTree *t) {
+   TDirectory *dir = t->GetDirectory();
+   TKey *key = dir ? dir->GetKey(t->GetName()) : nullptr;
+   return key ? std::make_pair(key->GetSeekKey(), static_cast<Long64_t>(key->GetNbytes()))
+              : std::make_pair(Long64_t(0), Long64_t(0));
+}
 
 inline BasketRows basket_rows(TTree *t, const std::vector<std::string> &names) {
    BasketRows r;
+   auto key = tree_key(t);
+   auto add = [&r](int i, int k, Long64_t start, Long64_t stop, Long64_t offset, Long64_t bytes,
+                   bool embedded) {
+      r.branch.push_back(i);
+      r.basket.push_back(k);
+      r.entry_start.push_back(start);
+      r.entry_stop.push_back(stop);
+      r.offset.push_back(offset);
+      r.bytes.push_back(bytes);
+      r.embedded.push_back(embedded);
+   };
+   std::vector<std::pair<int, TBranch *>> branches;  // each top-level branch, then its sub-branches
    for (size_t i = 0; i < names.size(); ++i) {
-      TBranch *b = t->GetBranch(names[i].c_str());
-      Int_t n = b ? b->GetWriteBasket() : 0;
-      for (Int_t k = 0; k < n; ++k) {
-         r.branch.push_back(static_cast<int>(i));
-         r.basket.push_back(k);
-         r.entry_start.push_back(b->GetBasketEntry()[k]);
-         r.entry_stop.push_back(b->GetBasketEntry()[k + 1]);
-         r.offset.push_back(b->GetBasketSeek(k));
-         r.bytes.push_back(b->GetBasketBytes()[k]);
+      TBranch *top = t->GetBranch(names[i].c_str());
+      if (!top) continue;
+      std::vector<TBranch *> todo{top};
+      while (!todo.empty()) {
+         TBranch *b = todo.back();
+         todo.pop_back();
+         branches.emplace_back(static_cast<int>(i), b);
+         TObjArray *subs = b->GetListOfBranches();
+         for (Int_t k = subs->GetEntriesFast() - 1; k >= 0; --k)
+            todo.push_back(static_cast<TBranch *>(subs->UncheckedAt(k)));
+      }
+   }
+   for (auto [i, b] : branches) {
+      Int_t n = b->GetWriteBasket();
+      for (Int_t k = 0; k < n; ++k)
+         add(i, k, b->GetBasketEntry()[k], b->GetBasketEntry()[k + 1], b->GetBasketSeek(k),
+             b->GetBasketBytes()[k], false);
+      Long64_t start = n > 0 ? b->GetBasketEntry()[n] : 0;
+      TObjArray *held = b->GetListOfBaskets();
+      Int_t next = n;
+      for (Int_t k = n; k < held->GetEntriesFast(); ++k) {
+         auto *basket = static_cast<TBasket *>(held->UncheckedAt(k));
+         if (!basket || basket->GetNevBuf() <= 0) continue;
+         Long64_t stop = start + basket->GetNevBuf();
+         add(i, next++, start, stop, key.first, key.second, true);
+         start = stop;
       }
    }
    return r;

@@ -9,6 +9,7 @@
 #include <ROOT/RNTupleView.hxx>
 #include <ROOT/RNTupleWriteOptions.hxx>
 #include <ROOT/RNTupleWriter.hxx>
+#include <TClass.h>
 #include <TFile.h>
 #include <ctime>
 #include <exception>
@@ -66,13 +67,38 @@ public:
       return names;
    }
 
-   // Read `names` for entries first, first+stride, ... < stop; return the events read.
-   Long64_t loop(const std::vector<std::string> &names, Long64_t first, Long64_t stop, Long64_t stride,
-                 double cpu_us) {
+   // The chosen top-level fields this process can read, after `prepare`: a field of a class
+   // without a dictionary here is read through its members (ROOT stores a class as a record of
+   // them); a field that still holds such a class (e.g. a collection of one: its members' values
+   // are not indexed by entry) is skipped, and `skip_reason` names the first class that made it so.
+   std::vector<std::string> readable, skipped;
+   std::string skip_reason;
+
+   // Make the views to read `names` with; returns `readable`.
+   std::vector<std::string> prepare(const std::vector<std::string> &names) {
+      views.clear();
+      readable.clear();
+      skipped.clear();
+      skip_reason.clear();
+      const auto &desc = reader->GetDescriptor();
+      for (auto &n : names) {
+         std::vector<ROOT::RNTupleView<void>> mine;
+         std::string why;
+         if (add_views(desc, desc.FindFieldId(n), mine, why)) {
+            for (auto &v : mine) views.emplace_back(std::move(v));
+            readable.push_back(n);
+         } else {
+            skipped.push_back(n);
+            if (skip_reason.empty()) skip_reason = "field " + n + ": " + why;
+         }
+      }
+      return readable;
+   }
+
+   // Read the prepared fields for entries first, first+stride, ... < stop; return the events read.
+   Long64_t loop(Long64_t first, Long64_t stop, Long64_t stride, double cpu_us) {
       Long64_t events = 0;
       try {
-         std::vector<ROOT::RNTupleView<void>> views;
-         for (auto &n : names) views.emplace_back(reader->GetView<void>(n));
          for (Long64_t e = first; e < stop; e += stride) {
             for (auto &v : views) v(e);
             burn(cpu_us);
@@ -121,6 +147,45 @@ public:
    }
 
 private:
+   std::vector<ROOT::RNTupleView<void>> views;
+
+   // Views that read field `id` whole: its own, or (a class ROOT has no dictionary for) one per
+   // member, members of members included. False, with `why`, when neither can be made.
+   bool add_views(const ROOT::RNTupleDescriptor &desc, ROOT::DescriptorId_t id,
+                  std::vector<ROOT::RNTupleView<void>> &out, std::string &why) {
+      try {
+         out.emplace_back(reader->GetView<void>(id));
+         return true;
+      } catch (const std::exception &e) {
+         const auto &fd = desc.GetFieldDescriptor(id);
+         bool members = fd.GetStructure() == ROOT::ENTupleStructure::kRecord && !fd.GetLinkIds().empty();
+         if (!members) {
+            why = describe(desc, id, e.what());
+            return false;
+         }
+         for (auto child : fd.GetLinkIds())
+            if (!add_views(desc, child, out, why)) return false;
+         return true;
+      }
+   }
+
+   // Why field `id` cannot be read: the first class in it that has no dictionary in this process,
+   // else ROOT's own message (its first line).
+   static std::string describe(const ROOT::RNTupleDescriptor &desc, ROOT::DescriptorId_t id,
+                               const std::string &message) {
+      std::vector<ROOT::DescriptorId_t> todo{id};
+      while (!todo.empty()) {
+         const auto &fd = desc.GetFieldDescriptor(todo.front());
+         todo.erase(todo.begin());
+         if (fd.GetStructure() == ROOT::ENTupleStructure::kRecord && !fd.GetTypeName().empty()) {
+            TClass *cl = TClass::GetClass(fd.GetTypeName().c_str(), true, true);
+            if (!cl || !cl->HasDictionary()) return "no dictionary for class " + fd.GetTypeName();
+         }
+         for (auto child : fd.GetLinkIds()) todo.push_back(child);
+      }
+      return message.substr(0, message.find('\n'));
+   }
+
    // The physical columns of a field and of all its subfields.
    static void add_columns(const ROOT::RNTupleDescriptor &desc, ROOT::DescriptorId_t id,
                            std::set<ROOT::DescriptorId_t> &out) {

@@ -39,10 +39,13 @@ def read_order(baskets: pd.DataFrame) -> pd.DataFrame:
     A reader processing entries in order needs the baskets starting at each entry together;
     within that group it reads them in file order (as TTreeCache sorts its requests, and as
     RNTuple sorts a cluster's page reads). A byte range listed twice (an RNTuple page shared by
-    identical columns, "same-page merging") is read once.
+    identical columns, "same-page merging") is read once, and so is the TTree's key, which holds
+    its embedded baskets: first, since a reader reads it when it opens the tree.
     """
-    ordered = baskets.sort_values(["entry_start", "offset"], kind="stable")
-    ordered = ordered.drop_duplicates(["offset", "compressed_bytes"])
+    embedded = baskets.get("embedded", pd.Series(False, index=baskets.index))
+    keyed = baskets.assign(_late=~embedded.astype(bool))
+    ordered = keyed.sort_values(["_late", "entry_start", "offset"], kind="stable")
+    ordered = ordered.drop_duplicates(["offset", "compressed_bytes"]).drop(columns="_late")
     return ordered.reset_index(drop=True)
 
 

@@ -14,7 +14,13 @@ from instore.payload.maps import is_rntuple, rntuple_clusters
 
 @dataclass(frozen=True)
 class Disorder:
+    """``baskets`` counts every basket (an RNTuple page stored once for two columns, once);
+    ``embedded_baskets`` those of them stored in the TTree's record, not in keys of their own;
+    the byte figures are over the ranges a reader fetches (the TTree's key once for all of its
+    embedded baskets, see ``instore.payload.maps``)."""
+
     baskets: int
+    embedded_baskets: int
     branches: int
     clusters: int
     mean_basket_bytes: float
@@ -36,9 +42,12 @@ def disorder(baskets: pd.DataFrame, clusters: int) -> Disorder:
     offsets = ordered["offset"].to_numpy(dtype=np.int64)
     ends = offsets + ordered["compressed_bytes"].to_numpy(dtype=np.int64)
     gaps = offsets[1:] - ends[:-1]
+    n_embedded = int(baskets["embedded"].sum()) if "embedded" in baskets else 0
+    own_keys = int((~ordered["embedded"].astype(bool)).sum()) if n_embedded else len(ordered)
     return Disorder(
-        baskets=len(ordered),
-        branches=int(ordered["branch"].nunique()),
+        baskets=own_keys + n_embedded,
+        embedded_baskets=n_embedded,
+        branches=int(baskets["branch"].nunique()),
         clusters=clusters,
         mean_basket_bytes=float(ordered["compressed_bytes"].mean()) if len(ordered) else 0.0,
         total_seek_bytes=int(np.abs(gaps).sum()),

@@ -2,6 +2,11 @@
 
 Bytes read and read calls are RNTuple's own page-source counters: the reader opens the file a
 second time through its own raw-file layer, so the TFile's counters never see the page reads.
+A field holding a class with no dictionary in this process is read through its members where
+ROOT can (see ``NtupleJob::prepare`` in ``cpp/payload_rntuple.cxx``), else skipped: the result
+counts the skipped fields and names the first class that made one unreadable, and the bytes
+needed are those of the fields read.
+
 ``--cache-mb`` switches the cluster cache: 0 off (each page is one read as the views ask for
 it), anything else on (the pages of the selected columns of a cluster are read together, in
 one vector read, and the next cluster is prefetched); the size itself has no RNTuple meaning.
@@ -91,7 +96,8 @@ def run(
     chosen = select_branches(names, {}, pattern.branches)
     entries = int(job.entries())
     first, stop, stride = entry_selection(entries, pattern)
-    events = job.loop(root().std.vector("std::string")(chosen), first, stop, stride, pattern.cpu_us)
+    readable = [str(n) for n in job.prepare(root().std.vector("std::string")(chosen))]
+    events = job.loop(first, stop, stride, pattern.cpu_us)
     if job.error:
         raise InstoreError(
             f"{url}: cannot read the RNTuple {obj.path!r}: {_first_line(job.error)}",
@@ -106,14 +112,16 @@ def run(
         file_size=int(f.GetSize()),
         entries=entries,
         branches_total=len(names),
-        branches_read=len(chosen),
+        branches_read=len(readable),
+        fields_skipped=len(chosen) - len(readable),
+        fields_skipped_reason=str(job.skip_reason) or None,
         events=int(events),
         open_s=open_s,
         bytes_read=counters["szReadPayload"] + max(0, counters["szReadOverhead"]),
         read_calls=counters["nRead"],
         vector_reads=counters["nReadV"],
-        bytes_needed=bytes_needed(pages, chosen, first, stop, stride),
-        cache_bytes=_largest_cluster(pages, chosen) if on else 0,
+        bytes_needed=bytes_needed(pages, readable, first, stop, stride),
+        cache_bytes=_largest_cluster(pages, readable) if on else 0,
         counters={**counters, "cluster_cache": int(on)},
     )
 
@@ -132,7 +140,8 @@ def warm_up() -> None:
             for cache in (0, 1):
                 job = cpp.NtupleJob(f, "warmup", cache)
                 names = [str(n) for n in job.fields()]
-                job.loop(ROOT.std.vector("std::string")(names), 0, job.entries(), 1, 0.0)
+                job.prepare(ROOT.std.vector("std::string")(names))
+                job.loop(0, job.entries(), 1, 0.0)
                 page_map(job, names)
                 [job.counter(n) for n in COUNTERS]
                 del job

@@ -89,10 +89,11 @@ def _branches(tree: Any) -> tuple[list[str], dict[str, str]]:
 
 
 def basket_map(tree: Any, names: list[str]) -> pd.DataFrame:
-    """The same basket map as ``instore inspect``, from ROOT's view of the metadata."""
+    """The same basket map as ``instore inspect``, from ROOT's view of the metadata: baskets
+    embedded in the TTree's record included (see ``instore.payload.maps``)."""
     rows = declare("payload").basket_rows(tree, root().std.vector("std::string")(names))
     return basket_frame(names, rows.branch, rows.basket, rows.entry_start, rows.entry_stop,
-                        rows.offset, rows.bytes)  # fmt: skip
+                        rows.offset, rows.bytes, rows.embedded)  # fmt: skip
 
 
 @functools.cache

@@ -77,8 +77,9 @@ def _tree_read(tree: object, pattern: Pattern, knobs: UprootKnobs) -> tuple[Any,
 
 
 def _ntuple_read(ntuple: Any, pattern: Pattern) -> tuple[Any, ...]:
-    """Read the selected top-level fields cluster by cluster, as for a TTree."""
-    names = list(ntuple.keys())
+    """Read the selected top-level fields cluster by cluster, as for a TTree. Top-level fields
+    only, as the root engine counts them (``keys()`` also lists every sub-field's path)."""
+    names = list(ntuple.keys(recursive=False))
     chosen = select_branches(names, {}, pattern.branches)
     first, stop, stride = entry_selection(int(ntuple.num_entries), pattern)
     events = 0

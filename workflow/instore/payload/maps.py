@@ -14,7 +14,16 @@ cluster's pages of the selected columns together (the cluster is the unit of rea
 TTreeCache's cluster is), and a page of a collection's values has no entry range of its own
 without reading the offsets. Extra columns say which cluster, column and elements a page holds;
 ``shared`` marks a page whose bytes an earlier row already lists (ROOT's same-page merging
-stores identical pages once, e.g. the offsets of one collection's fields).
+stores identical pages once, e.g. the offsets of one collection's fields; a projected field's
+alias column reads the pages of another field's column).
+
+A TTree basket that was never written as a key of its own (ROOT writes a branch's unfinished
+basket inside the TTree's record, ``TBranch::fBaskets``, when the tree is written before the
+basket is full: most baskets of a small CMS NanoAOD file are such "embedded" baskets) has
+``embedded`` True. Its ``offset`` and ``compressed_bytes`` are those of the TTree's key: the only
+way to get its bytes from storage is to read that key (compressed as a whole), so that key is
+what a reader needs for it. Every embedded basket of a tree lists the same byte range, which
+a reader fetches once, and which ``bytes_needed`` and the access map count once.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ COLUMNS = [
     "entry_stop",
     "offset",
     "compressed_bytes",
+    "embedded",
 ]
 PAGE_COLUMNS = [
     *COLUMNS,
@@ -58,41 +68,59 @@ def basket_frame(
     entry_stop: Iterable[int],
     offset: Iterable[int],
     compressed_bytes: Iterable[int],
+    embedded: Iterable[bool] | None = None,
 ) -> pd.DataFrame:
     """The ``COLUMNS`` frame from per-row sequences (ROOT's row vectors): ``index`` indexes
-    ``names`` (the branch, or an RNTuple's top-level field), ``basket`` numbers the basket (page)."""
+    ``names`` (the branch, or an RNTuple's top-level field), ``basket`` numbers the basket (page);
+    ``embedded`` marks baskets stored in the TTree's own record (None: none is)."""
     indices = list(index)
-    values = ([names[i] for i in indices], indices, basket, entry_start, entry_stop, offset,
-              compressed_bytes)  # fmt: skip
+    offsets = list(offset)
+    flags = [False] * len(offsets) if embedded is None else [bool(e) for e in embedded]
+    values = ([names[i] for i in indices], indices, basket, entry_start, entry_stop, offsets,
+              compressed_bytes, flags)  # fmt: skip
     return pd.DataFrame({c: list(v) for c, v in zip(COLUMNS, values, strict=True)})
 
 
 # --- TTree (uproot) ---------------------------------------------------------------------------
 
 
-def _branch_rows(index: int, branch: Any) -> Iterable[tuple[Any, ...]]:
-    n = branch.num_baskets
-    if n == 0:
-        return []
-    seeks = np.asarray(branch.member("fBasketSeek"))[:n]
-    sizes = np.asarray(branch.member("fBasketBytes"))[:n]
-    entries = np.asarray(branch.member("fBasketEntry"))[: n + 1]
-    return (
-        (branch.name, index, i, int(entries[i]), int(entries[i + 1]), int(seeks[i]), int(sizes[i]))
-        for i in range(n)
-    )
+def tree_key(tree: Any) -> tuple[int, int]:
+    """(offset, bytes on storage) of the key uproot read the TTree from: where its embedded
+    baskets are fetched from."""
+    key = tree.parent  # uproot keeps a TTree attached to its key
+    return int(key.fSeekKey), int(key.fNbytes)
+
+
+def _branch_rows(name: str, index: int, branch: Any, key: tuple[int, int]) -> list[tuple[Any, ...]]:
+    """The branch's baskets in its own keys (fBasketSeek/fBasketBytes), then those embedded in
+    the TTree's record (``branch.embedded_baskets``: ``num_baskets`` counts both), as rows of
+    the top-level branch ``name`` (number ``index``)."""
+    embedded = branch.embedded_baskets
+    n = branch.num_baskets - len(embedded)
+    entries = [int(e) for e in np.asarray(branch.member("fBasketEntry"))[: n + 1]] if n else [0]
+    for basket in embedded:  # they follow the normal baskets, in entry order
+        entries.append(entries[-1] + int(basket.num_entries))
+    seeks = np.asarray(branch.member("fBasketSeek"))[:n] if n else []
+    sizes = np.asarray(branch.member("fBasketBytes"))[:n] if n else []
+    where = [(int(s), int(b), False) for s, b in zip(seeks, sizes, strict=True)]
+    where += [(*key, True)] * len(embedded)
+    return [(name, index, i, entries[i], entries[i + 1], *stored) for i, stored in enumerate(where)]
 
 
 def basket_map(tree: Any) -> pd.DataFrame:
-    """One row per basket written to disk (baskets embedded in the TTree object are not listed).
+    """One row per basket, written to disk in its own key or embedded in the TTree's record
+    (see the module's docstring for what an embedded basket's row holds). A split branch's
+    sub-branches' baskets are rows of their top-level branch: selecting it reads them.
 
     Given an RNTuple, its page map (``page_map``).
     """
     if is_rntuple(tree):
         return page_map(tree)
+    key = tree_key(tree)
     rows: list[tuple[Any, ...]] = []
-    for index, branch in enumerate(tree.itervalues(recursive=True)):
-        rows.extend(_branch_rows(index, branch))
+    for index, top in enumerate(tree.branches):
+        for branch in [top, *top.itervalues(recursive=True)]:
+            rows.extend(_branch_rows(top.name, index, branch, key))
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame["format"] = "ttree"
     frame.attrs["format"] = "ttree"
@@ -175,6 +203,7 @@ def _page_rows(ntuple: Any) -> Iterator[tuple[Any, ...]]:
                     stop,
                     int(loc.offset),
                     int(loc.num_bytes) + (CHECKSUM_BYTES if desc.has_checksum else 0),
+                    False,  # a page is never embedded
                     cluster,
                     page,
                     path,
@@ -189,9 +218,32 @@ def _page_rows(ntuple: Any) -> Iterator[tuple[Any, ...]]:
                 element += n
 
 
+def _projected_rows(ntuple: Any, frame: pd.DataFrame) -> pd.DataFrame:
+    """The pages a projected field reads, as its own rows: an alias column (e.g. the
+    RNTupleImporter's ``nJet``, the cardinality of ``_collection0``) has no pages of its own, it
+    reads those of the physical column it names (as ROOT's descriptor lists them for it)."""
+    paths, tops = _field_paths(ntuple)
+    top_order = {top: k for k, top in enumerate(dict.fromkeys(tops))}
+    parts = []
+    for alias in ntuple.alias_column_records:
+        pages = frame[frame["column_index"] == alias.physical_id]
+        if len(pages):
+            top = tops[alias.field_id]
+            parts.append(
+                pages.assign(
+                    branch=paths[top], branch_index=top_order[top], column=paths[alias.field_id]
+                )
+            )
+    return pd.concat(parts, ignore_index=True) if parts else frame.iloc[:0]
+
+
 def page_map(ntuple: Any) -> pd.DataFrame:
-    """One row per page written to disk, in cluster then column order."""
+    """One row per page written to disk, in cluster then column order; then the pages projected
+    fields read, again (``shared``: the bytes are listed already)."""
     frame = pd.DataFrame(list(_page_rows(ntuple)), columns=PAGE_COLUMNS)
+    projected = _projected_rows(ntuple, frame)
+    if len(projected):
+        frame = pd.concat([frame, projected], ignore_index=True)
     frame["shared"] = frame.duplicated(["offset", "compressed_bytes"])
     frame.attrs["format"] = "rntuple"
     return frame

@@ -12,8 +12,13 @@ class EngineResult:
     object_name: str = ""  # path in the file of the object read, TTree or RNTuple
     file_size: int = 0
     entries: int = 0
+    # A TTree's top-level branches, an RNTuple's top-level fields (both engines count alike: a
+    # sub-branch or sub-field is read with its top-level one and is not counted apart).
     branches_total: int = 0
-    branches_read: int = 0
+    branches_read: int = 0  # those read (selected, counters added, none skipped)
+    # Selected ones the engine could not read (no dictionary for a class in them) and why.
+    fields_skipped: int = 0
+    fields_skipped_reason: str | None = None
     events: int = 0
     open_s: float = 0.0
     bytes_read: int = 0

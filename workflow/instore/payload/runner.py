@@ -229,6 +229,8 @@ def _measurement(
         tree=r.tree,
         format=r.format,
         object_name=r.object_name,
+        fields_skipped=r.fields_skipped,
+        fields_skipped_reason=r.fields_skipped_reason,
         file_size=r.file_size,
         entries=r.entries,
         branches_total=r.branches_total,
