@@ -25,6 +25,8 @@ COMMANDS: dict[str, str] = {
     "report": "instore.report.command",
     "lab": "instore.report.command",
     "site": "instore.site.command",
+    "record": "instore.replay.command",
+    "replay": "instore.replay.command",
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
 

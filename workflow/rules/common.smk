@@ -64,3 +64,33 @@ def bring_sites_down():
 
     for line in bring_down(SITE_CONFIGS.values()):
         print(f"instore: {line}")
+
+
+def layouts_of(fileset):
+    """A file set's layouts in the generator's order: those its sections read."""
+    from instore.generate.layouts import LAYOUTS as KNOWN_LAYOUTS
+
+    used = STUDY.layouts_of(fileset)
+    return [lay for lay in KNOWN_LAYOUTS if lay in used]
+
+
+def _dataset_of(site):
+    from instore.site.config import load_site
+
+    return load_site(site).dataset
+
+
+def site_files(wildcards):
+    """The generated files a site's rules need: none for a site that reads its own dataset."""
+    return [] if _dataset_of(wildcards.site) else FILES + FILESET_FILES
+
+
+def dataset_inputs(wildcards):
+    """The site's dataset listing, for a site that reads its own dataset (else nothing)."""
+    return [f"{RESULTS}/{wildcards.site}/dataset.json"] if _dataset_of(wildcards.site) else []
+
+
+def dataset_list(wildcards):
+    """The local list naming the dataset's files, where the site file gives one."""
+    spec = _dataset_of(wildcards.site)
+    return [str(spec.list)] if spec and spec.list else []

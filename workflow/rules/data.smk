@@ -8,11 +8,6 @@ from instore.study.config import DEFAULT_FILESET
 from instore.study.files import replica_names
 
 
-def layouts_of(fileset):
-    used = STUDY.layouts_of(fileset)
-    return [lay for lay in KNOWN_LAYOUTS if lay in used]
-
-
 LAYOUTS = layouts_of(DEFAULT_FILESET)
 FILES = [f"{DATA}/{name}" for name in replica_names(LAYOUTS, STUDY.files.replicas)]
 FILESET_FILES = [

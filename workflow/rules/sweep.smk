@@ -6,15 +6,17 @@
 # are the study's findings, not the pipeline's failure). A changed grid reruns the site's
 # sweep, which measures only the points not yet measured. Records older than the site file, the
 # data or the calibration were measured under other conditions: --resume-if-current remeasures
-# them, and otherwise resumes.
+# them, and otherwise resumes. A site with its own dataset takes its listing (dataset.json,
+# sites.smk) instead of the generated files.
 
 
 rule sweep_site:
     input:
         site=site_file,
-        files=FILES + FILESET_FILES,
+        files=site_files,
         calibration=calibration_inputs,
         upload=upload_inputs,
+        dataset=dataset_inputs,
         image=IMAGE_INPUT,
     output:
         expand(f"{RESULTS}/{{{{site}}}}/{{section}}.parquet", section=SECTIONS_RUN),
@@ -32,7 +34,7 @@ rule sweep_site:
         runtime=RUNTIME.value,
         study=str(STUDY_FILE),
         profile=STUDY.profile,
-        data=lambda w, input: Path(input.files[0]).parent,
+        data=lambda w, input: Path(input.files[0]).parent if input.files else DATA,
         results=lambda w, output: Path(output[0]).parents[1],
     threads: workflow.cores
     conda:

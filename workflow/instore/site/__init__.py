@@ -6,7 +6,7 @@ environment, conditions) without checking its kind. ``bring_down`` and ``teardow
 remove what a failed or crashed run left behind.
 
 Layout: ``config`` (site files), ``live`` (the LiveSite interface), ``real`` (a real site:
-its endpoints), ``emulated/`` (an emulated site and the Linux plumbing it is built from),
+its endpoints), ``dataset`` (a real site's own files, listed and described), ``emulated/`` (an emulated site and the Linux plumbing it is built from),
 ``endpoints`` (does an endpoint answer), ``session`` (opening and closing), ``calibrate``
 (measuring a site's limits) and ``command`` (`instore site ...`).
 """

@@ -17,6 +17,7 @@ from instore.site.config import load_site
 from instore.site.emulated import faults
 from instore.site.emulated.names import SiteNames
 from instore.site.emulated.system import cmdline
+from instore.site.real import RealLive
 from instore.site.session import site_as_it_is, using_site
 
 
@@ -74,11 +75,37 @@ def _status(args: argparse.Namespace) -> int:
     return 0 if all(r["up"] for r in report) else 1
 
 
+def _preflight_dataset(live: RealLive, results: Path) -> int:
+    """A site with its own dataset: every file behind every endpoint, each opened and listed
+    (what it holds, the layout the study calls it); the listing kept for the sweep."""
+    from instore.site import dataset as datasets
+
+    cfg = live.config
+    found, failures = datasets.survey(live)
+    for line in failures:
+        print(line, file=sys.stderr)
+    if found is None:
+        print(f"site {cfg.name}: FAILED", file=sys.stderr)
+        return 1
+    for f in found.files:
+        print(f.line())
+    where = datasets.path_of(results, cfg.name)
+    datasets.save(found, where)
+    print(f"site {cfg.name}: ok; dataset: {len(found.files)} file(s) holding {found.tree} "
+          f"({found.holds()}), listed in {where}", file=sys.stderr)  # fmt: skip
+    return 0
+
+
 def _preflight(args: argparse.Namespace) -> int:
     cfg = load_site(args.name)
-    live = site_as_it_is(cfg)
+    live = site_as_it_is(cfg, Path(args.results))
     if not cfg.emulated:
         print(f"credentials: {credentials.held()}", file=sys.stderr)
+    if isinstance(live, RealLive) and cfg.dataset is not None:
+        if args.file or args.all:
+            raise InstoreError(f"site {cfg.name} reads its own dataset: there are no test files "
+                               "to check", "leave out --file and --all")  # fmt: skip
+        return _preflight_dataset(live, Path(args.results))
     files = [Path(args.data) / f for f in args.file] or (
         sorted(Path(args.data).glob("*.root")) if args.all
         else [Path(args.data) / cfg.calibration.file] if cfg.calibration.file else [])  # fmt: skip
@@ -159,13 +186,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pre = sub.add_parser("preflight", help="check the credential, that every endpoint answers "
                          "and, for a real site, that the test files there equal the local copies "
                          "(size, adler32) and open with the jobs' credentials; one line per "
-                         "failing endpoint, naming the cause")  # fmt: skip
+                         "failing endpoint, naming the cause. A site with its own dataset: "
+                         "each of its files found behind every endpoint, opened and listed")  # fmt: skip
     pre.add_argument("name", help="site name or path")
     pre.add_argument("--file", action="append", default=[], metavar="NAME",
                      help="a test file to check behind every endpoint (repeatable; default: the "
                           "site's calibration.file); compared with DATA/NAME where that exists")  # fmt: skip
     pre.add_argument("--all", action="store_true", help="check every DATA/*.root")
     pre.add_argument("--data", default="data/files", help="the local copies (default: data/files)")
+    pre.add_argument("--results", default="results",
+                     help="a site with its own dataset: its listing goes to "
+                          "RESULTS/<site>/dataset.json, where the sweep finds it (default: results)")  # fmt: skip
     pre.set_defaults(func=_preflight)
 
     cal = sub.add_parser("calibrate", help="measure disk, protocol throughput and RTT")

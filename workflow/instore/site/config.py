@@ -20,6 +20,7 @@ __all__ = [
     "SITES_DIR",
     "Cache",
     "Calibration",
+    "DatasetSpec",
     "Disk",
     "Network",
     "SiteConfig",
@@ -73,6 +74,26 @@ class Calibration:
 
 
 @dataclass(frozen=True)
+class DatasetSpec:
+    """A real site's own dataset, read instead of the generated files: exactly one of
+    ``files`` (paths under the site's data path, or URLs of its endpoints), ``directory`` (a
+    path under the data path, listed through the storage) or ``list`` (a local file of such
+    paths or URLs); ``tree`` names the object to read (None: the one the files hold)."""
+
+    files: tuple[str, ...] = ()
+    directory: str | None = None
+    list: Path | None = None
+    tree: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The spec as the site file gave it (the list's path resolved): what a dataset
+        description was made for."""
+        spec = {"files": list(self.files), "directory": self.directory,
+                "list": str(self.list) if self.list else None, "tree": self.tree}  # fmt: skip
+        return {k: v for k, v in spec.items() if v}
+
+
+@dataclass(frozen=True)
 class SiteConfig:
     """One validated site file."""
 
@@ -93,6 +114,7 @@ class SiteConfig:
     preflight_timeout_s: float = 5.0
     auth: str = "none"  # the credential the endpoints need: x509, token or none
     upload: bool = False  # real sites: the pipeline puts the files there (instore site upload)
+    dataset: DatasetSpec | None = None  # real sites: their own files, read instead of ours
 
     @property
     def emulated(self) -> bool:
@@ -146,6 +168,7 @@ def _build(data: dict[str, Any], path: Path) -> SiteConfig:
     if cache and "xcache" not in protocols:  # a declared cache is read through with xcache
         protocols += ("xcache",)
     calibration = data.get("calibration", {})
+    dataset = data.get("dataset")
     return SiteConfig(
         name=data["name"],
         kind=data["kind"],
@@ -164,6 +187,18 @@ def _build(data: dict[str, Any], path: Path) -> SiteConfig:
         preflight_timeout_s=data.get("timeouts", {}).get("preflight_s", 5.0),
         auth=data.get("auth", "none"),
         upload=bool(data.get("upload", False)),
+        dataset=_dataset(dataset, path) if dataset else None,
+    )
+
+
+def _dataset(data: dict[str, Any], path: Path) -> DatasetSpec:
+    """A list file is found beside the site file unless its path is absolute."""
+    listed = data.get("list")
+    return DatasetSpec(
+        files=tuple(data.get("files", ())),
+        directory=data.get("directory"),
+        list=(path.parent / listed).resolve() if listed else None,
+        tree=data.get("tree"),
     )
 
 
@@ -178,6 +213,12 @@ def _check_consistency(cfg: SiteConfig) -> None:
         raise InstoreError(
             f"{cfg.path}: field protocols: xcache needs a cache",
             "add cache: {kind: xcache} or remove xcache from protocols",
+        )
+    if cfg.dataset is not None and cfg.upload:
+        raise InstoreError(
+            f"{cfg.path}: fields dataset and upload: a site that reads its own dataset gets "
+            "none of the generated files",
+            "remove upload: true, or remove dataset: to measure the generated files",
         )
     if cfg.path.parent.resolve() == SITES_DIR.resolve() and cfg.path.stem != cfg.name:
         raise InstoreError(

@@ -103,8 +103,14 @@ class RealLive(LiveSite):
         )
 
     def calibration_file(self) -> tuple[str, int]:
-        """The site file's calibration.file; its size is known where a POSIX endpoint shows it."""
+        """The site file's calibration.file; its size is known where a POSIX endpoint shows it.
+        A site with its own dataset and no calibration.file: the dataset's first file."""
         cfg = self.config
+        if not cfg.calibration.file and cfg.dataset is not None:
+            from instore.site.dataset import require
+
+            first = require(cfg, self.results).files[0]
+            return first.name, first.size
         if not cfg.calibration.file:
             raise InstoreError(f"{cfg.path}: field calibration.file is missing",
                                "name a file that exists behind every endpoint")  # fmt: skip
@@ -134,13 +140,19 @@ def _fadvise_dontneed(path: Path) -> None:
         os.close(fd)
 
 
-def open_real(site: SiteConfig, files: Sequence[Path], results: Path = DEFAULT_RESULTS) -> RealLive:
+def open_real(
+    site: SiteConfig,
+    files: Sequence[Path],
+    results: Path = DEFAULT_RESULTS,
+    remote: Sequence[str] = (),
+) -> RealLive:
     """The real site, once its credential is valid, every endpoint answers and serves the
     local ``files`` unchanged (copies this results directory saw verified recently: the
-    same size)."""
+    same size). ``remote``: the site's own dataset files to be read (found behind every
+    endpoint when the dataset was described, ``instore.site.dataset``)."""
     credentials.require(site.auth, site.name)
     verified = VerifiedCopies(Path(results) / site.name / "verified.json")
-    live = RealLive(site, [f.name for f in files], results, verified)
+    live = RealLive(site, [f.name for f in files] + list(remote), results, verified)
     failures = live.check(files)
     if failures:
         raise PreflightError(site, failures)

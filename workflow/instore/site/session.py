@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -51,15 +51,20 @@ def _no_interrupts() -> Iterator[None]:
 
 @contextlib.contextmanager
 def open_site(
-    site: SiteConfig | str | Path, files: Iterable[Path] = (), results: Path = DEFAULT_RESULTS
+    site: SiteConfig | str | Path,
+    files: Iterable[Path] = (),
+    results: Path = DEFAULT_RESULTS,
+    remote: Sequence[str] = (),
 ) -> Iterator[LiveSite]:
     """Open a site for measurement; its conditions carry the calibration found in ``results``.
     Emulated: bring it up with ``files`` on its disk (removing what a crashed owner left) and
-    tear it down on exit, exception, Ctrl-C or SIGTERM. Real: run the preflight only."""
+    tear it down on exit, exception, Ctrl-C or SIGTERM. Real: run the preflight only;
+    ``remote`` names files of the site's own dataset the sweep reads (their page cache here
+    is dropped between points, as the test files' is)."""
     cfg = site if isinstance(site, SiteConfig) else load_site(site)
     files = [Path(f) for f in files]
     if not cfg.emulated:
-        yield open_real(cfg, files, results)
+        yield open_real(cfg, files, results, remote)
         return
     with _sigterm_unwinds():
         live = emulated.bring_up(cfg, files, results)

@@ -166,7 +166,8 @@ class VerifiedCopies:
                         "checksums them again", self.path, err)  # fmt: skip
 
 
-def _first_bytes(url: str, timeout_s: float) -> bytes:
+def first_bytes(url: str, timeout_s: float) -> bytes:
+    """The file's first bytes (as many as ROOT's magic), read with the jobs' credentials."""
     from instore.payload.source.base import open_backend
 
     backend = open_backend(http_url(url), timeout_s)
@@ -217,7 +218,7 @@ def verify_endpoint(
         return None
     url = template.format(file=files[0].name)
     try:
-        head = _first_bytes(url, timeout_s)
+        head = first_bytes(url, timeout_s)
     except InstoreError as err:
         return cause(url, str(err), timeout_s)
     except Exception as err:

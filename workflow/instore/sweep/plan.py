@@ -1,6 +1,6 @@
 """What a sweep will measure, decided before anything starts: the points of its sections not
-yet measured, every reason a point is skipped (the study's, the site's, the engine's, the
-cluster's: all asked here), and the input files the rest need."""
+yet measured, every reason a point is skipped (the study's, the site's, its dataset's, the
+engine's, the cluster's: all asked here), and the input files the rest need."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from instore.generate.layouts import RNTUPLE_LAYOUTS
 from instore.payload import engine_rntuple
 from instore.rootenv import http_auth_problem
 from instore.site import SiteConfig
+from instore.site import dataset as datasets
+from instore.site.dataset import Dataset
 from instore.study import Point, Study, expand
 from instore.study.files import replica_name
 from instore.study.grid import FORMAT_SECTION, axis_value, section_sites
@@ -19,12 +21,19 @@ from instore.sweep.options import SweepOptions
 from instore.sweep.store import RecordStore
 
 
-def files_for(point: Point, study: Study) -> list[str]:
+def files_for(point: Point, study: Study, dataset: Dataset | None = None) -> list[str]:
     """Job j reads replica j of the point's file set: concurrent jobs read different files
-    (wrapping if too few)."""
+    (wrapping if too few). On a site with its own dataset: file j (mod n) of the point's layout."""
+    if dataset is not None:
+        return dataset.reads(point)
     replicas = study.fileset(point.fileset).replicas
     fileset = point.fileset or ""
     return [replica_name(point.layout, j % replicas, fileset) for j in range(point.jobs)]
+
+
+def tree_for(point: Point, study: Study, dataset: Dataset | None = None) -> str:
+    """The object the point's jobs read: the dataset's, else the one its file set holds."""
+    return dataset.tree if dataset is not None else study.tree_of(point.fileset)
 
 
 @dataclass
@@ -32,6 +41,7 @@ class Plan:
     todo: list[tuple[Point, str]]  # (point, key) to measure
     keys: set[str]  # every point of the study's sections: what the tables show
     files: list[Path]  # the input files the points to measure need
+    dataset: Dataset | None = None  # the site's own files, read instead of the generated ones
     already: int = 0  # points measured before
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> points
 
@@ -40,20 +50,22 @@ def plan(opts: SweepOptions, site: SiteConfig) -> Plan:
     """What to measure, what is already measured, what is skipped and why, the files needed."""
     study, store = opts.study, RecordStore(opts.results, site.name)
     done = set() if opts.force else store.done_keys()
-    result = Plan([], set(), [])
+    dataset = datasets.require(site, opts.results) if site.dataset else None
+    result = Plan([], set(), [], dataset=dataset)
     needed: set[str] = set()
     for section in opts.sections:
         for point in expand(study, section):
-            key = point.key(site.name, study.fileset(point.fileset).key())
+            files = dataset.key() if dataset else study.fileset(point.fileset).key()
+            key = point.key(site.name, files)
             result.keys.add(key)
-            reason = skip_reason(study, point, site)
+            reason = skip_reason(study, point, site, dataset)
             if key in done:
                 result.already += 1
             elif reason:  # known before the site is brought up: a section may need no site
                 result.skipped[reason] = result.skipped.get(reason, 0) + 1
             else:
                 result.todo.append((point, key))
-                needed.update(files_for(point, study))
+                needed.update(() if dataset else files_for(point, study))
     result.files = [opts.data / name for name in sorted(needed)]
     missing = [p for p in result.files if not p.exists()]
     if missing:
@@ -73,11 +85,15 @@ def _generate_hint(study: Study, missing: Path, data: Path) -> str:
             f"--cluster-mb {f.cluster_mb} --out {data} (or `make study`, which generates every set)")  # fmt: skip
 
 
-def skip_reason(study: Study, point: Point, site: SiteConfig) -> str | None:
-    """Why the point is not measured on this site (None: it is)."""
+def skip_reason(
+    study: Study, point: Point, site: SiteConfig, dataset: Dataset | None = None
+) -> str | None:
+    """Why the point is not measured on this site (None: it is); ``dataset``: the site's own
+    files, which may lack the point's layout or the branches its pattern names."""
     return (
         section_skip_reason(study, point, site.name)
         or site_skip_reason(point, site)
+        or (dataset.skip_reason(point) if dataset is not None else None)
         or grid_skip_reason(study, point)
         or engine_skip_reason(point)
     )

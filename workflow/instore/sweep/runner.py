@@ -22,11 +22,12 @@ from instore.container import Access, measure_startup, select_runtime, target_fo
 from instore.container.runtime import Runtime, Target
 from instore.record import JobOutcome, PointInfo, SiteInfo, row, utc_now
 from instore.site import LiveSite, SiteConfig, load_site, open_site
+from instore.site.dataset import Dataset
 from instore.study import Point
 from instore.sweep.cluster import cluster_client
 from instore.sweep.jobs import Job, access_for, in_container, job_argv, run_job
 from instore.sweep.options import SweepOptions, SweepSummary
-from instore.sweep.plan import Plan, cluster_skip_reason, files_for, plan
+from instore.sweep.plan import Plan, cluster_skip_reason, files_for, plan, tree_for
 from instore.sweep.store import RecordStore
 
 log = logging.getLogger(__name__)
@@ -69,11 +70,15 @@ def _sweep(
         log_directory=str(store.dir / "batch-logs"),
     )
     clock = _Clock()
-    with open_site(site, files=planned.files, results=opts.results) as live:
+    dataset = planned.dataset
+    remote = sorted(
+        {f for p, _ in todo for f in files_for(p, opts.study, dataset)} if dataset else ()
+    )
+    with open_site(site, files=planned.files, results=opts.results, remote=remote) as live:
         clock.lap(f"site {site.name} open")
         with cluster_client(spec) as (client, workers):
             clock.lap(f"{len(workers)} Dask worker(s) up")
-            access = sweep_access(opts, live, target, [p for p, _ in todo])
+            access = sweep_access(opts, live, target, [p for p, _ in todo], dataset)
             try:
                 if opts.launch == "fork":
                     engines = sorted({p.engine for p, _ in todo} | {"root"})  # root: warm-up job
@@ -83,6 +88,7 @@ def _sweep(
                     opts=opts, live=live, client=client, workers=workers, target=target,
                     access=access, store=store, summary=summary, site=site_info(live),
                     startup=_container_startup(opts, target, access), align_s=0.0,
+                    dataset=dataset,
                 )  # fmt: skip
                 run = dataclasses.replace(run, align_s=_warm_up(run, todo[0][0]))
                 clock.lap("warm-up job done")
@@ -123,6 +129,7 @@ class SweepRun:
     site: SiteInfo
     startup: float | None  # container start-up (median); None outside a container or warm
     align_s: float  # concurrent jobs start measuring this long after launch
+    dataset: Dataset | None = None  # the site's own files, read instead of the generated ones
 
 
 def site_info(live: LiveSite) -> SiteInfo:
@@ -131,11 +138,15 @@ def site_info(live: LiveSite) -> SiteInfo:
 
 
 def sweep_access(
-    opts: SweepOptions, live: LiveSite, target: Target, points: Sequence[Point]
+    opts: SweepOptions,
+    live: LiveSite,
+    target: Target,
+    points: Sequence[Point],
+    dataset: Dataset | None = None,
 ) -> Access:
     """What the sweep's jobs see, once for all its points: a warm payload's container is
     started once with it. Every file every point reads is reachable, over its protocol."""
-    urls = {live.url(p.protocol, f) for p in points for f in files_for(p, opts.study)}
+    urls = {live.url(p.protocol, f) for p in points for f in files_for(p, opts.study, dataset)}
     fuse = any(p.protocol == "fuse" for p in points)
     return access_for(
         sorted(urls), live.job_env(), opts.data, opts.scratch, fuse, in_container(target)
@@ -207,13 +218,13 @@ def _warm_up(run: SweepRun, point: Point) -> float:
     concurrent jobs can be told when to start measuring together."""
     opts, live = run.opts, run.live
     protocol = "posix" if "posix" in live.protocols else live.protocols[0]
-    url = live.url(protocol, files_for(point, opts.study)[0])
+    url = live.url(protocol, files_for(point, opts.study, run.dataset)[0])
     argv = (
         "instore",
         "read",
         url,
         "--tree",
-        opts.study.tree_of(point.fileset),
+        tree_for(point, opts.study, run.dataset),
         "--entries",
         "0.01",
     )
@@ -248,7 +259,8 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
     opts, live = run.opts, run.live
     live.set_block_readahead(point.block_readahead_kb)
     conditions = live.set_conditions(point.rtt_ms, point.bandwidth_mbit)
-    files = files_for(point, opts.study)
+    files = files_for(point, opts.study, run.dataset)
+    tree = tree_for(point, opts.study, run.dataset)
     live.prepare_cache(point.cache_state, sorted(set(files)))  # off the clock
     live.drop_caches()
     disk_before, link_before = live.disk_bytes_read(), live.link_bytes()
@@ -261,7 +273,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
             point_key=key,
             index=j,
             node=j // point.fill,
-            argv=job_argv(point, url, opts.study.tree_of(point.fileset), opts.scratch, measure_at),
+            argv=job_argv(point, url, tree, opts.scratch, measure_at),
             target=run.target,
             access=run.access,
             startup_s=run.startup,

@@ -1,0 +1,112 @@
+"""`instore record` on a real PyROOT read over root:// (Debian's XRootD, started here), then
+`instore replay` closed-loop against the same server and against the local file: the replay
+issues the recorded reads and bytes, and keeps the recorded think time."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.grid_site import Server, xrootd_server
+
+pytestmark = pytest.mark.integration
+SECRET = "rec0rdS3cret"
+SLEEP_S = 0.4  # the job's time away from storage between its first reads and its loop
+# A physicist's PyROOT loop: open, get the tree, think, loop over the entries with a branch set.
+JOB = f"""
+import sys, time
+import ROOT
+f = ROOT.TFile.Open(sys.argv[1])
+tree = max((k.ReadObj() for k in f.GetListOfKeys() if k.GetClassName() == "TTree"),
+           key=lambda t: t.GetEntries())
+time.sleep({SLEEP_S})
+tree.SetBranchStatus("*", 0)
+for name in [b.GetName() for b in tree.GetListOfBranches()][:20]:
+    tree.SetBranchStatus(name, 1)
+n = sum(tree.GetEntry(i) > 0 for i in range(tree.GetEntries()))
+print(n, f.GetBytesRead(), f.GetReadCalls())
+f.Close()
+"""
+
+
+def _instore(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "instore.cli", *args], capture_output=True,
+                          text=True, timeout=timeout)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("record-files")
+    done = _instore("generate", "--events", "2000", "--layouts", "ordered", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(files: Path) -> Iterator[Server]:
+    """A plain XRootD serving the file, stopped by PID however the tests end."""
+    if shutil.which("xrootd") is None or os.geteuid() != 0:
+        pytest.skip("needs Debian's xrootd and root (xrootd -R xrootd): make system")
+    root = Path(tempfile.mkdtemp(prefix="instore-record-xrootd-"))
+    root.chmod(0o755)
+    try:
+        with xrootd_server(root / "srv") as srv:
+            shutil.copy(files / "ordered-r0.root", srv.data / "ordered-r0.root")
+            yield srv
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _replay(trace: Path, url_map: str, *extra: str) -> dict:
+    done = _instore("replay", str(trace), "--url-map", url_map, *extra)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_record_then_replay(server: Server, files: Path, tmp_path: Path) -> None:
+    url = f"root://localhost:{server.port}//ordered-r0.root?authz={SECRET}&xrd.wantprot=unix"
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    trace = tmp_path / "trace"
+    done = _instore("record", "--out", str(trace), "--", sys.executable, str(job), url)
+    assert done.returncode == 0, done.stderr
+    events, root_bytes, root_calls = (int(x) for x in done.stdout.split())
+    assert events == 2000
+    for path in trace.iterdir():  # the token in the job's URL and command reached no file
+        assert SECRET not in path.read_text() and "wantprot" not in path.read_text()
+    meta = json.loads((trace / "trace.json").read_text())
+    assert [Path(p).name for p in meta["recorder"]["loaded"]] == ["libXrdClRecorder-5.so"]
+    assert meta["exit_code"] == 0 and meta["cpu_s"] > 0
+
+    from instore.replay.trace import load_trace
+
+    recorded = load_trace(trace)
+    summary = recorded.summary()
+    assert summary["bytes_read"] == root_bytes  # the recorder saw what ROOT counted
+    assert summary["read_calls"] >= root_calls > 0
+    think = recorded.think()
+    assert think.between_s >= SLEEP_S
+
+    same = f"root://localhost:{server.port}//"
+    over_root = _replay(trace, f"{same}={same}", "--xrdreplay")
+    local = _replay(trace, f"{same}={files}/")
+    for rec in (over_root, local):
+        assert rec["error"] is None
+        assert rec["bytes_read"] == summary["bytes_read"]
+        assert rec["read_calls"] == summary["read_calls"]
+        assert rec["vector_reads"] == summary["vector_reads"]
+        assert rec["wall_s"] >= think.total_s
+        assert rec["predicted_cpu_efficiency"] == pytest.approx(meta["cpu_s"] / rec["wall_s"])
+    # on the same storage, the closed loop predicts the job's own wall time closely
+    assert over_root["wall_s"] == pytest.approx(meta["wall_s"], rel=0.15)
+    xrd = over_root["xrdreplay"]
+    assert xrd["exit_code"] == 0 and xrd["response_errors"] == 0
+    assert xrd["iops_read"] == summary["read_calls"]

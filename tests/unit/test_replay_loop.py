@@ -1,0 +1,98 @@
+"""The closed loop on a local file: the recorded think time is kept, the reads are the
+recorded ones, and a replay that fails part-way records what it measured and why it stopped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from instore.cli import main
+from instore.errors import InstoreError
+from instore.payload.source.file import FileBackend
+from instore.replay.closed_loop import replay
+from instore.replay.targets import by_url_map
+from instore.replay.trace import load_trace
+
+SIZE = 1 << 20
+GAP = 0.15  # think time between responses and the next request, as recorded
+
+
+def _trace(tmp_path: Path) -> Path:
+    """A recorded job: lead-in 0.1 s, open, a read, two vector reads, close, tail 0.05 s."""
+    t = 1000.0
+    rows = []
+
+    def add(op: str, args: str, dur: float, resp: str = "") -> None:
+        nonlocal t
+        rows.append(f'"9","{op}","{t:.9f}","{args}","{t + dur:.9f}","[SUCCESS]","{resp}"')
+        t += dur + GAP
+
+    add("Open", "root://old.example//store/f.root;16;0;0", 0.01)
+    add("Read", "0;4096;0", 0.001, "4096")
+    add("VectorRead", "8192;1000;500000;20000;0", 0.002, "21000;8192;1000;500000;20000")
+    add("Stat", "false;0", 0.0)
+    add("VectorRead", f"{SIZE - 100};100;0", 0.001, f"100;{SIZE - 100};100")
+    add("Close", "0", 0.001)
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    (trace / "xrdcl.csv").write_text("\n".join(rows) + "\n")
+    end = t - GAP + 0.05
+    meta = {"trace_version": 1, "start_unix": 999.9, "end_unix": end, "wall_s": end - 999.9,
+            "cpu_s": 0.5, "user_s": 0.4, "sys_s": 0.1, "exit_code": 0, "command": ["ana"]}  # fmt: skip
+    (trace / "trace.json").write_text(json.dumps(meta))
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "f.root").write_bytes(bytes(range(256)) * (SIZE // 256))
+    return trace
+
+
+def test_closed_loop_keeps_think_time_and_reads(tmp_path: Path) -> None:
+    trace = load_trace(_trace(tmp_path))
+    think = trace.think()
+    assert think.lead_s == pytest.approx(0.1) and think.tail_s == pytest.approx(0.05)
+    assert think.between_s == pytest.approx(5 * GAP)
+    rec = replay(trace, by_url_map(trace.files, [f"root://old.example//store/={tmp_path}/data/"]))
+    assert rec.error is None and rec.requests_done == rec.requests_total == 6
+    assert rec.bytes_read == trace.summary()["bytes_read"] == 4096 + 21000 + 100
+    assert (rec.read_calls, rec.vector_reads, rec.chunks_read) == (3, 2, 4)
+    assert rec.stats_from_open == 1
+    assert rec.wall_s >= think.total_s
+    assert rec.wall_s < think.total_s + 0.5  # the loop adds little beyond the think time
+    assert rec.predicted_cpu_efficiency == pytest.approx(0.5 / rec.wall_s)
+    assert rec.read_latency_p50_s is not None and rec.read_latency_p99_s is not None
+    assert rec.read_latency_p50_s <= rec.read_latency_p99_s
+
+
+def test_failure_part_way_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace_dir = _trace(tmp_path)
+    calls = {"n": 0}
+    real = FileBackend.read_ranges
+
+    def flaky(self: FileBackend, ranges: list[tuple[int, int]]) -> list[bytes]:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError("the disk went away")
+        return real(self, ranges)
+
+    monkeypatch.setattr(FileBackend, "read_ranges", flaky)
+    out = tmp_path / "rec.json"
+    code = main(["replay", str(trace_dir), "--url-map",
+                 f"root://old.example//store/={tmp_path}/data/", "--out", str(out)])  # fmt: skip
+    assert code == 1
+    rec = json.loads(out.read_text())
+    assert rec["stopped_at"] == 2 and rec["requests_done"] == 2
+    assert "VectorRead (request 2 of 6)" in rec["error"] and "the disk went away" in rec["error"]
+    assert rec["bytes_read"] == 4096 and rec["read_calls"] == 1
+    assert rec["predicted_cpu_efficiency"] is None and rec["predicted_wall_s"] is None
+
+
+def test_target_too_small_or_missing(tmp_path: Path) -> None:
+    trace = load_trace(_trace(tmp_path))
+    (tmp_path / "data" / "f.root").write_bytes(b"x" * 1000)
+    targets = by_url_map(trace.files, [f"root://old.example//store/={tmp_path}/data/"])
+    with pytest.raises(InstoreError, match="holds 1000 bytes but the trace reads up to byte"):
+        replay(trace, targets)
+    (tmp_path / "data" / "f.root").unlink()
+    with pytest.raises(InstoreError, match="1 of 1 trace file"):
+        replay(trace, targets)

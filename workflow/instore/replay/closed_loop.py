@@ -1,0 +1,234 @@
+"""The closed-loop replayer: each recorded request is issued when the previous one has
+completed plus the recorded think time, through the payload's own sources (``os.pread`` for
+paths, the XRootD client's read and vector read for root://, multi-range GETs for http), so
+the replay's wall time is the recorded job's wall time on that storage.
+
+Requests the client had in flight together are issued one after another (their overlap is
+counted in the record). A Stat is answered from the open's stat: every source stats a file
+once when it opens it, as XrdCl's cached ``Stat(force=false)`` in the recording does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
+from typing import Any
+from urllib.parse import urlsplit
+
+from instore.errors import InstoreError
+from instore.record import Provenance, size_histogram, utc_now
+from instore.replay.result import ReplayRecord, percentile
+from instore.replay.targets import Targets
+from instore.replay.trace import READ_OPS, Request, Trace
+from instore.urls import XROOTD_SCHEMES
+
+MISSING_FIX = "put the files there (`instore site upload SITE`), or fix --url-map"
+
+
+def _probe(urls: list[str], timeout: float) -> list[tuple[int | None, str | None]]:
+    """Size of each URL or why it cannot be opened, through the payload's sources."""
+    from instore.payload.source.base import open_backend
+
+    out: list[tuple[int | None, str | None]] = []
+    for url in urls:
+        try:
+            backend = open_backend(url, timeout)
+        except ValueError as err:  # a scheme the sources do not read
+            out.append((None, f"unsupported: {err}"))
+            continue
+        except Exception as err:  # the sources raise OSError, urllib3 and XRootD errors
+            out.append((None, str(err) or type(err).__name__))
+            continue
+        out.append((backend.size, None))
+        backend.close()
+    return out
+
+
+def check_targets(trace: Trace, targets: Targets, timeout: float) -> None:
+    """Every trace file is at its target and holds the bytes the trace reads, checked before
+    the clock in a child process, so the replay's own first open connects as the job's did."""
+    ctx = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(1, mp_context=ctx) as pool:
+        probed = pool.submit(_probe, list(targets.urls), timeout).result()
+    missing = [(url, err) for url, (_, err) in zip(targets.urls, probed, strict=True) if err]
+    if missing:
+        url, err = missing[0]
+        unsupported = err.startswith("unsupported")
+        raise InstoreError(
+            f"{len(missing)} of {len(targets.urls)} trace file(s) cannot be read at the target: "
+            f"{url}: {err}",
+            "replay over posix, root:// or http(s) (--protocol)" if unsupported else MISSING_FIX,
+        )
+    needed = [0] * len(trace.files)
+    for r in trace.requests:
+        for offset, size in r.chunks:
+            needed[r.file] = max(needed[r.file], offset + min(size, r.nbytes or size))
+    for url, (size, _), need in zip(targets.urls, probed, needed, strict=True):
+        if size is not None and size < need:
+            raise InstoreError(
+                f"{url} holds {size} bytes but the trace reads up to byte {need}: another file "
+                "under the recorded name",
+                MISSING_FIX,
+            )
+
+
+class _Replay:
+    """The state of one replay: open sources, the sleep debt and the tallies."""
+
+    def __init__(self, trace: Trace, targets: Targets, timeout: float) -> None:
+        self.trace, self.targets, self.timeout = trace, targets, timeout
+        self.backends: dict[int, Any] = {}
+        self.debt = 0.0
+        self.overshoot = 0.0
+        self.think_s = 0.0
+        self.open_s = 0.0
+        self.latencies: list[float] = []
+        self.sizes: list[int] = []
+        self.bytes_read = 0
+        self.vector_reads = 0
+        self.stats = 0
+        self.done = 0
+
+    def pause(self, seconds: float) -> None:
+        """Sleep the think time; an oversleep is taken off the next pause, so the total think
+        time stays right whatever the timer's slack."""
+        self.think_s += seconds
+        want = seconds - self.debt
+        if want <= 0:
+            self.debt = -want
+            return
+        t0 = time.perf_counter()
+        time.sleep(want)
+        self.debt = time.perf_counter() - t0 - want
+        self.overshoot += self.debt
+        self.debt = max(0.0, self.debt)
+
+    def issue(self, r: Request) -> None:
+        from instore.payload.source.base import open_backend
+
+        if r.op == "Open":
+            t0 = time.perf_counter()
+            self.backends[r.handle] = open_backend(self.targets.urls[r.file], self.timeout)
+            self.open_s += time.perf_counter() - t0
+        elif r.op == "Close":
+            self.backends.pop(r.handle).close()
+        elif r.op == "Stat":
+            self.stats += 1
+        elif r.op in READ_OPS:
+            backend = self.backends[r.handle]
+            ranges = [(a, min(a + n, backend.size)) for a, n in r.chunks if a < backend.size]
+            t0 = time.perf_counter()
+            data = backend.read_ranges(ranges) if ranges else []
+            self.latencies.append(time.perf_counter() - t0)
+            self.sizes.extend(len(d) for d in data)
+            self.bytes_read += sum(len(d) for d in data)
+            self.vector_reads += r.op == "VectorRead"
+        self.done += 1
+
+    def close_all(self) -> None:
+        for backend in self.backends.values():
+            # closing after a failure: the failure is what is recorded
+            with contextlib.suppress(Exception):
+                backend.close()
+        self.backends.clear()
+
+
+def _join_site_cgroup(targets: Targets) -> None:
+    """Reads of an emulated site's disk by path join its blkio throttle, as its jobs do."""
+    cgroup = targets.env.get("INSTORE_BLKIO_CGROUP")
+    if not cgroup or targets.protocol != "posix":
+        return
+    try:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+    except OSError as err:
+        raise InstoreError(f"cannot join the site's blkio cgroup {cgroup} ({err.strerror})",
+                           "replay as root on the emulated site's host") from err  # fmt: skip
+
+
+def _load_sources(urls: tuple[str, ...]) -> None:
+    """Import the sources before the clock: uproot and the XRootD client take about 0.4 s to
+    import here, which the first Open would otherwise count (seen: a replay 19% too long).
+    The XRootD client only for root:// targets: it must not join a process holding ROOT's."""
+    import instore.payload.source.base
+    import instore.payload.source.file
+    import instore.payload.source.http
+
+    if any(urlsplit(u).scheme in XROOTD_SCHEMES for u in urls):
+        import instore.payload.source.xrootd  # noqa: F401
+
+
+def replay(trace: Trace, targets: Targets, timeout: float = 60.0) -> ReplayRecord:
+    """Replay ``trace`` closed-loop against ``targets``; the record says what it measured,
+    and, when a request failed, which one and why."""
+    check_targets(trace, targets, timeout)  # forks: before this process loads a client
+    _join_site_cgroup(targets)
+    _load_sources(targets.urls)
+    think = trace.think()
+    state = _Replay(trace, targets, timeout)
+    error: str | None = None
+    stopped_at: int | None = 0
+    start_time = utc_now()
+    t0 = time.perf_counter()
+    try:
+        state.pause(think.lead_s)
+        for i, r in enumerate(trace.requests):
+            stopped_at = i
+            if i:
+                state.pause(think.before[i])
+            state.issue(r)
+        stopped_at = None
+        state.pause(think.tail_s)
+    except KeyboardInterrupt:
+        error = f"interrupted at request {stopped_at} of {len(trace.requests)}"
+    except Exception as err:  # any source's failure ends the replay; the record keeps why
+        r = trace.requests[stopped_at or 0]
+        error = (f"{r.op} (request {stopped_at} of {len(trace.requests)}) on "
+                 f"{targets.urls[r.file]} failed: {err}")  # fmt: skip
+    finally:
+        state.close_all()
+    wall = time.perf_counter() - t0
+    recorded = trace.summary()
+    cpu = recorded.get("cpu_s")
+    complete = error is None
+    return ReplayRecord(
+        trace=str(trace.path),
+        command=trace.meta.get("command"),
+        site=targets.site,
+        protocol=targets.protocol,
+        urls=list(targets.urls),
+        start_time=start_time,
+        wall_s=wall,
+        open_s=state.open_s,
+        read_time_s=sum(state.latencies),
+        bytes_read=state.bytes_read,
+        read_calls=len(state.latencies),
+        vector_reads=state.vector_reads,
+        chunks_read=len(state.sizes),
+        read_size_hist=size_histogram(state.sizes),
+        read_latency_p50_s=percentile(state.latencies, 50),
+        read_latency_p95_s=percentile(state.latencies, 95),
+        read_latency_p99_s=percentile(state.latencies, 99),
+        think_s=state.think_s,
+        think_lead_s=think.lead_s,
+        think_tail_s=think.tail_s if complete else 0.0,
+        sleep_overshoot_s=state.overshoot,
+        stats_from_open=state.stats,
+        requests_total=len(trace.requests),
+        requests_done=state.done,
+        overlapping_requests=think.overlapping,
+        skipped_recorded=dict(trace.skipped),
+        recorded=recorded,
+        predicted_wall_s=wall if complete else None,
+        predicted_cpu_efficiency=cpu / wall if complete and cpu and wall > 0 else None,
+        recorded_cpu_efficiency=(
+            cpu / recorded["wall_s"] if cpu is not None and recorded.get("wall_s") else None
+        ),
+        error=error,
+        stopped_at=stopped_at if error else None,
+        provenance=asdict(Provenance.collect()),
+    )

@@ -1,0 +1,110 @@
+"""`instore record` and `instore replay`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from instore.errors import InstoreError
+
+
+def register(subparsers: Any) -> None:
+    rec = subparsers.add_parser(
+        "record",
+        help="run an analysis with XRootD's recorder on; write a trace of its reads",
+        description="Run COMMAND (any analysis: a ROOT macro, an RDataFrame or uproot script) "
+        "with XRootD's recorder on in ROOT's and PyPI xrootd's clients, and write a trace: the "
+        "recorder's CSV of its root:// requests plus its wall and CPU time, exit code and "
+        "provenance, with every credential removed. Local and http(s) reads are not recorded.",
+    )
+    rec.add_argument("--out", type=Path, default=None,
+                     help="trace directory to write (default: trace-YYYYmmdd-HHMMSS)")  # fmt: skip
+    rec.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG...]")
+    rec.set_defaults(func=_record)
+
+    rep = subparsers.add_parser(
+        "replay",
+        help="replay a trace closed-loop on a storage; predict the job's CPU efficiency there",
+        description="Replay a trace's requests closed-loop (each when the previous one has "
+        "completed plus the recorded think time) through instore's sources, and print a run "
+        "record: wall, bytes, read calls, vector reads, read latencies, and the recorded "
+        "job's predicted CPU efficiency on that storage (recorded CPU time / replay wall).",
+    )
+    rep.add_argument("trace", type=Path, help="a trace directory (or a recorder CSV)")
+    where = rep.add_mutually_exclusive_group(required=True)
+    where.add_argument("--url-map", action="append", metavar="OLD=NEW",
+                       help="replace the URL prefix OLD by NEW (a URL or a directory); repeatable")  # fmt: skip
+    where.add_argument("--site", help="a site name or file: its URL for each trace file's name")
+    rep.add_argument("--protocol", default=None,
+                     help="with --site: posix, fuse, xrootd, xcache or http (default: xrootd)")  # fmt: skip
+    rep.add_argument("--results", type=Path, default=Path("results"),
+                     help="results directory an emulated site was brought up with")  # fmt: skip
+    rep.add_argument("--timeout", type=float, default=60.0, help="per request, seconds")
+    rep.add_argument("--xrdreplay", action="store_true",
+                     help="also run Debian's xrdreplay (open loop, root:// only) and record it")  # fmt: skip
+    rep.add_argument("--out", type=Path, default=None, help="also write the record (JSON) here")
+    rep.set_defaults(func=_replay)
+
+
+def _record(args: argparse.Namespace) -> int:
+    from instore.replay.record_cmd import record
+
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    out = args.out or Path(time.strftime("trace-%Y%m%d-%H%M%S"))
+    code, trace_dir = record(command, out)
+    meta = json.loads((trace_dir / "trace.json").read_text())
+    print(
+        f"instore record: {trace_dir}: {meta['operations']} XRootD operations, wall "
+        f"{meta['wall_s']:.2f} s, CPU {meta['cpu_s']:.2f} s, exit code {code}; recorders "
+        f"loaded: {', '.join(Path(p).name for p in meta['recorder']['loaded']) or 'none'}",
+        file=sys.stderr,
+    )
+    if not meta["operations"]:
+        print("instore record: no XRootD request was recorded (" + meta["not_recorded"] + ")",
+              file=sys.stderr)  # fmt: skip
+    return code
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from instore.replay.closed_loop import replay
+    from instore.replay.targets import by_site, by_url_map
+    from instore.replay.trace import load_trace
+
+    if args.protocol and not args.site:
+        raise InstoreError("--protocol chooses among a site's protocols",
+                           "give --site S with it, or map URLs with --url-map")  # fmt: skip
+    trace = load_trace(args.trace)
+    if args.site:
+        targets = by_site(trace.files, args.site, args.protocol, args.results)
+    else:
+        targets = by_url_map(trace.files, args.url_map)
+    if args.xrdreplay:
+        from instore.replay.xrdreplay import xrdreplay_binary
+
+        xrdreplay_binary(targets)
+    record = replay(trace, targets, args.timeout)
+    if args.xrdreplay and record.error is None:
+        from instore.replay.xrdreplay import run_xrdreplay
+
+        record.xrdreplay = run_xrdreplay(trace, targets, max(600.0, 10 * record.wall_s))
+    text = json.dumps(record.as_dict(), indent=1)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    print(text)
+    eff = record.predicted_cpu_efficiency
+    print(
+        f"instore replay: {record.requests_done}/{record.requests_total} requests, "
+        f"{record.bytes_read} bytes in {record.read_calls} reads ({record.vector_reads} vector), "
+        f"wall {record.wall_s:.3f} s (recorded {record.recorded.get('wall_s') or 0:.3f} s), "
+        f"predicted CPU efficiency {'n/a' if eff is None else f'{eff:.1%}'}"
+        + (f"; stopped: {record.error}" if record.error else ""),
+        file=sys.stderr,
+    )
+    return 1 if record.error else 0

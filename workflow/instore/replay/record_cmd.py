@@ -1,0 +1,238 @@
+"""`instore record -- COMMAND...`: run any analysis with XRootD's recorder on in both clients.
+
+Both XRootD clients read one variable, ``XRD_PLUGIN``, and XRootD's plug-in loader
+(XrdOucPinLoader) puts its own major version into the library name it is given: with
+``XRD_PLUGIN=DIR/libXrdClRecorder.so`` ROOT's client (5.x) loads ``DIR/libXrdClRecorder-5.so``
+and PyPI xrootd's (6.x) ``DIR/libXrdClRecorder-6.so``. So DIR holds links to the ROOT wheel's
+and PyPI xrootd's recorder and every process of the job gets its own client's recorder (tried
+here: a PyROOT and an uproot read each wrote their lines; the 5.x recorder alone records nothing
+for uproot). ``XRD_RECORDERPATH`` is a FIFO this process drains, stripping credentials line by
+line, so the recorder's raw lines (tokens in URLs included) never reach a disk, and the several
+processes of one job append instead of truncating each other's file (the recorder opens it with
+O_TRUNC). Which recorder each process loaded is read from its memory map while it runs.
+
+Only XRootD requests are recorded: local (POSIX) and http(s) reads do not pass through XrdCl.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import re
+import socket
+import stat
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from instore import __version__
+from instore.errors import InstoreError
+from instore.replay.trace import sanitize_line, strip_command, write_trace
+from instore.rootenv import root_version
+
+RECORDER_GLOB = "libXrdClRecorder-*.so"
+_RECORDER_NAME = re.compile(r"libXrdClRecorder-(\d+)\.so$")
+NOT_RECORDED = (
+    "local (POSIX) and http(s) reads are not recorded: they do not pass through XrdCl, and "
+    "tracing system calls (strace) is not part of instore's set-up and would slow the very "
+    "gaps between reads that a replay reproduces. The root:// reads recorded here replay over "
+    "every protocol (instore replay --protocol)."
+)
+
+
+def recorder_libraries() -> dict[str, Path]:
+    """XrdCl major version -> its recorder, from the installed ROOT wheel and PyPI xrootd
+    (found without importing either: their clients cannot share a process)."""
+    found: dict[str, Path] = {}
+    for package, sub in (("ROOT", "lib"), ("pyxrootd", "")):
+        spec = importlib.util.find_spec(package)
+        if spec is None or spec.origin is None:
+            continue
+        for lib in sorted((Path(spec.origin).parent / sub).glob(RECORDER_GLOB)):
+            match = _RECORDER_NAME.search(lib.name)
+            if match:
+                found.setdefault(match.group(1), lib.resolve())
+    if not found:
+        raise InstoreError(
+            "no XRootD recorder (libXrdClRecorder-N.so) in the ROOT wheel or PyPI xrootd",
+            "install the environment with `make venv` (envs/requirements.lock has both)",
+        )
+    return found
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+class _Drain(threading.Thread):
+    """Reads the recorder's FIFO until every writer has closed it; keeps each line sanitized."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(daemon=True, name="recorder-drain")
+        self.fd = fd
+        self.lines: list[str] = []
+        self._rest = b""
+
+    def run(self) -> None:
+        while chunk := os.read(self.fd, 1 << 16):
+            self.feed(chunk)
+
+    def feed(self, chunk: bytes) -> None:
+        *complete, self._rest = (self._rest + chunk).split(b"\n")
+        self.lines.extend(sanitize_line(c.decode(errors="replace")) for c in complete if c)
+
+    def finish(self) -> None:
+        """Keep a last line the writer never ended (the trace's parser then calls it cut)."""
+        if self._rest:
+            self.lines.append(sanitize_line(self._rest.decode(errors="replace")))
+            self._rest = b""
+
+
+class _MapWatch(threading.Thread):
+    """Which recorder libraries the job's processes mapped, polled from /proc while it runs."""
+
+    def __init__(self, pid: int, period_s: float = 0.2) -> None:
+        super().__init__(daemon=True, name="recorder-watch")
+        self.pid = pid
+        self.period_s = period_s
+        self.seen: set[str] = set()
+        self.stop = threading.Event()
+
+    def _tree(self) -> list[int]:
+        pids, todo = [], [self.pid]
+        while todo:
+            pid = todo.pop()
+            pids.append(pid)
+            for task in Path(f"/proc/{pid}/task").glob("*/children"):
+                with contextlib.suppress(OSError):  # the process ended meanwhile
+                    todo.extend(int(c) for c in task.read_text().split())
+        return pids
+
+    def poll(self) -> None:
+        for pid in self._tree():
+            try:
+                maps = Path(f"/proc/{pid}/maps").read_text()
+            except OSError:
+                continue
+            self.seen.update(
+                line.split()[-1] for line in maps.splitlines() if "libXrdClRecorder-" in line
+            )
+
+    def run(self) -> None:
+        while not self.stop.wait(self.period_s):
+            self.poll()
+
+
+def _fifo(directory: Path) -> tuple[Path, int, int]:
+    """A FIFO, its read end and a write end of ours: the reader sees no end of file before
+    this process closes its end, however often the job's processes open and close theirs."""
+    path = directory / "recorder.fifo"
+    os.mkfifo(path, 0o600)
+    read_fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    write_fd = os.open(path, os.O_WRONLY)
+    flags = fcntl.fcntl(read_fd, fcntl.F_GETFL)
+    fcntl.fcntl(read_fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+    assert stat.S_ISFIFO(os.fstat(read_fd).st_mode)
+    return path, read_fd, write_fd
+
+
+def _wait(pid: int) -> tuple[int, os.struct_rusage, bool]:
+    """The child's status and resource use (its own and its reaped descendants'); Ctrl-C
+    reaches the child too (one process group), so keep waiting for it to end."""
+    interrupted = False
+    while True:
+        try:
+            _, status, usage = os.wait4(pid, 0)
+            return status, usage, interrupted
+        except KeyboardInterrupt:
+            interrupted = True
+
+
+def record(command: list[str], out: Path, drain_timeout_s: float = 10.0) -> tuple[int, Path]:
+    """Run ``command`` with the recorder on; write the trace to ``out``. Returns the command's
+    exit code and the trace directory."""
+    if not command:
+        raise InstoreError("no command to record", "give it after --: instore record -- CMD...")
+    if os.environ.get("XRD_PLUGIN"):
+        raise InstoreError(
+            f"XRD_PLUGIN is already set ({os.environ['XRD_PLUGIN']}); an XRootD client takes "
+            "one default plug-in, and the recorder must be it",
+            "unset XRD_PLUGIN for the recording",
+        )
+    libs = recorder_libraries()
+    with tempfile.TemporaryDirectory(prefix="instore-record-") as tmp:
+        tmpdir = Path(tmp)
+        for major, lib in libs.items():
+            (tmpdir / f"libXrdClRecorder-{major}.so").symlink_to(lib)
+        fifo, read_fd, write_fd = _fifo(tmpdir)
+        env = {
+            **os.environ,
+            "XRD_PLUGIN": str(tmpdir / "libXrdClRecorder.so"),
+            "XRD_RECORDERPATH": str(fifo),
+        }
+        drain = _Drain(read_fd)
+        drain.start()
+        start_unix, start = time.time(), time.perf_counter()
+        try:
+            pid = os.posix_spawnp(command[0], command, env)
+        except OSError as err:
+            os.close(write_fd)
+            os.close(read_fd)
+            raise InstoreError(
+                f"cannot run {command[0]!r}: {err.strerror}", "check the command and its PATH"
+            ) from err
+        watch = _MapWatch(pid)
+        watch.start()
+        status, usage, interrupted = _wait(pid)
+        wall = time.perf_counter() - start
+        end_unix = time.time()
+        watch.stop.set()
+        watch.join()
+        os.close(write_fd)
+        drain.join(drain_timeout_s)
+        # A process of the job that outlives it with the FIFO open: keep what came until now
+        # (its thread, a daemon, reads on until that process ends; its end is not recorded).
+        lingering = drain.is_alive()
+        if not lingering:
+            drain.finish()
+            os.close(read_fd)
+        lines = list(drain.lines)
+    exit_code = os.waitstatus_to_exitcode(status)
+    meta: dict[str, Any] = {
+        "command": strip_command(command),
+        "exit_code": exit_code,
+        "interrupted": interrupted,
+        "start_unix": start_unix,
+        "end_unix": end_unix,
+        "wall_s": wall,
+        "user_s": usage.ru_utime,
+        "sys_s": usage.ru_stime,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "cpu_note": "user+sys of the command and every descendant it waited for (os.wait4)",
+        "operations": len(lines),
+        "recorder": {
+            "offered": {f"XrdCl {major}": str(lib) for major, lib in libs.items()},
+            "loaded": sorted(watch.seen),
+            "lingering_writer": lingering,
+        },
+        "not_recorded": NOT_RECORDED,
+        "provenance": {
+            "instore": __version__,
+            "root": root_version(),
+            "root_wheel": _version("root"),
+            "xrootd": _version("xrootd"),
+            "host": socket.gethostname(),
+            "kernel": f"{platform.system()} {platform.release()}",
+            "python": platform.python_version(),
+        },
+    }
+    return exit_code, write_trace(out, lines, meta)

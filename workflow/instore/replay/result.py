@@ -1,0 +1,65 @@
+"""The replay's run record: a job's figures (wall, bytes, read calls, vector reads, read-size
+histogram, latencies) under the same names as ``instore read`` prints them, plus what the
+recording said and the recorded job's predicted CPU efficiency on the storage replayed."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+REPLAY_RECORD_VERSION = 1
+
+
+def percentile(values: Sequence[float], pct: float) -> float | None:
+    """Nearest-rank percentile (None for no values): a value that was measured, not a blend."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
+
+
+@dataclass
+class ReplayRecord:
+    """One closed-loop replay; a replay stopped part-way keeps what it measured and ``error``."""
+
+    trace: str
+    command: list[str] | None  # the recorded job's command, credentials stripped
+    site: str | None
+    protocol: str | None
+    urls: list[str]
+    start_time: str
+    wall_s: float  # lead-in, requests, think times and tail: the job's wall time there
+    open_s: float
+    read_time_s: float  # time inside read requests
+    bytes_read: int
+    read_calls: int  # Read, PgRead and VectorRead requests issued
+    vector_reads: int
+    chunks_read: int
+    read_size_hist: dict[str, int]
+    read_latency_p50_s: float | None
+    read_latency_p95_s: float | None
+    read_latency_p99_s: float | None
+    think_s: float  # recorded think time replayed (lead-in, between requests, tail)
+    think_lead_s: float
+    think_tail_s: float
+    sleep_overshoot_s: float  # how much longer the replay slept than the think time, in total
+    stats_from_open: int  # Stats answered from the open's stat (the sources stat once at open)
+    requests_total: int
+    requests_done: int
+    overlapping_requests: int  # recorded while another was in flight; replayed one by one
+    skipped_recorded: dict[str, int]  # recorded but not replayed (writes, failed requests)
+    recorded: dict[str, Any]  # the recording's own figures (Trace.summary)
+    predicted_wall_s: float | None  # the replay's wall, when it completed
+    predicted_cpu_efficiency: float | None  # recorded CPU time / predicted wall
+    recorded_cpu_efficiency: float | None  # recorded CPU time / recorded wall
+    error: str | None = None
+    stopped_at: int | None = None  # index of the request that failed
+    xrdreplay: dict[str, Any] | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+    record_version: int = REPLAY_RECORD_VERSION
+    kind: str = "replay"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
