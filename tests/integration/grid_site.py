@@ -213,11 +213,13 @@ def xrootd_server(
     security: str = "",
     wrap: Callable[[list[str]], list[str]] | None = None,
     env: dict[str, str] | None = None,
+    chksum: bool = True,
 ) -> Iterator[Server]:
-    """XRootD with XrdHttp over a directory the server may write, computing adler32, on free
-    ports; stopped by PID on exit, whatever happened inside. ``wrap`` turns the command into
-    the one to start (it must exec xrootd, so the PID stays the server's); ``env`` is added to
-    the server's environment; ``root/cache`` is a directory the server may write."""
+    """XRootD with XrdHttp over a directory the server may write, computing adler32 (unless
+    ``chksum`` is False, as many sites run it), on free ports; stopped by PID on exit, whatever
+    happened inside. ``wrap`` turns the command into the one to start (it must exec xrootd, so
+    the PID stays the server's); ``env`` is added to the server's environment; ``root/cache``
+    is a directory the server may write."""
     data, run, cache = root / "data", root / "run", root / "cache"
     root.mkdir(mode=0o755, exist_ok=True)
     root.chmod(0o755)
@@ -227,7 +229,7 @@ def xrootd_server(
     port, http_port = free_port(), free_port()
     conf = root / "xrootd.cfg"
     conf.write_text(f"xrd.port {port}\nall.export /\noss.localroot {data}\nall.adminpath {run}\n"
-                    f"all.pidpath {run}\nxrootd.chksum adler32\n"
+                    f"all.pidpath {run}\n{'xrootd.chksum adler32' if chksum else ''}\n"
                     f"xrd.protocol XrdHttp:{http_port} libXrdHttp.so\n{security}")  # fmt: skip
     log, launch = run / "xrootd.log", run / "launch.err"  # launch: what a wrapper complained
     cmd = ["xrootd", "-R", "xrootd", "-c", str(conf), "-l", str(log)]

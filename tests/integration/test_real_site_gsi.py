@@ -156,13 +156,13 @@ def test_sweeps_after_the_first_ask_the_grid_site_for_sizes_only(
         if key.startswith(("X509_", "XDG_", "XRD_")):
             monkeypatch.setenv(key, value)
     asked: list[tuple[str, bool]] = []
-    real_stat = upload_module.stat
+    real_found = upload_module.found
 
-    def spying(url: str, checksum: bool = True) -> upload_module.Remote | None:
-        asked.append((url.split(":")[0], checksum))
-        return real_stat(url, checksum)
+    def spying(url: str, size: int, checksum: str | None) -> upload_module.Copy | None:
+        asked.append((url.split(":")[0], checksum is not None))
+        return real_found(url, size, checksum)
 
-    monkeypatch.setattr(upload_module, "stat", spying)
+    monkeypatch.setattr(upload_module, "found", spying)
     site, files = load_site(uploaded.site), sorted(uploaded.data.glob("*.root"))
     results = tmp_path / "results"
     open_real(site, files, results)

@@ -97,7 +97,7 @@ def test_an_expired_proxy_is_refused_in_one_line_naming_the_fix(
     proxy = make_proxy(tmp_path / "x509up")
     expired = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)  # this openssl cannot backdate a cert
     monkeypatch.setattr(
-        credentials, "proxy_info", lambda p: credentials.ProxyInfo("/CN=x", expired)
+        credentials.discovery, "proxy_info", lambda p: credentials.ProxyInfo("/CN=x", expired)
     )
     monkeypatch.setenv("X509_USER_PROXY", str(proxy))
     monkeypatch.setenv("X509_CERT_DIR", str(tmp_path))
@@ -117,7 +117,7 @@ def test_a_missing_credential_is_refused_and_none_needs_nothing(
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     with pytest.raises(InstoreError, match=r"no X\.509 proxy at .*voms-proxy-init"):
         credentials.require("x509", "gsi")
-    if not Path(f"/tmp/bt_u{credentials._uid()}").exists():
+    if not Path(f"/tmp/bt_u{credentials.discovery._uid()}").exists():
         with pytest.raises(InstoreError, match="no bearer token found"):
             credentials.require("token", "gsi")
     credentials.require("none", "gsi")
@@ -157,7 +157,7 @@ def test_held_says_the_proxy_subject_and_time_left_never_the_token(
     now = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
     expires = now + dt.timedelta(hours=3, minutes=7, seconds=30)
     monkeypatch.setattr(
-        credentials, "proxy_info", lambda p: credentials.ProxyInfo("/CN=u", expires)
+        credentials.discovery, "proxy_info", lambda p: credentials.ProxyInfo("/CN=u", expires)
     )
     creds = credentials.Credentials(proxy, True, tmp_path, None, token=TOKEN)
     assert credentials.held(creds, now) == "X.509 proxy /CN=u, 3h07m left and a bearer token"

@@ -88,7 +88,7 @@ def test_preflight_asks_the_site_with_its_own_timeout(
     monkeypatch.setattr(live_module, "check_all", lambda eps, t: asked.append((eps, t)) or [])
     verified: list[tuple[str, list[str], float]] = []
     monkeypatch.setattr(real_module, "verify_endpoint",
-                        lambda tmpl, files, t, memo: verified.append((tmpl, [f.name for f in files], t)))  # fmt: skip
+                        lambda tmpl, files, t, memo, notes=None: verified.append((tmpl, [f.name for f in files], t)))  # fmt: skip
     assert main(["site", "preflight", str(path)]) == 0
     assert asked == [({"posix": f"{tmp_path}/store/{{file}}"}, 0.5)]
     assert verified == [(f"{tmp_path}/store/{{file}}", ["cal.bin"], 0.5)]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from instore.site import PreflightError, load_site
-from instore.site import upload as upload_module
 from instore.site import verify as verify_module
 from instore.site.real import open_real
 from instore.site.session import site_as_it_is
+from instore.storage import base as storage_base
 
 from tests.conftest import write_real_site
 
@@ -26,13 +26,13 @@ def posix_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
         (local / name).write_bytes(body)
         (remote / name).write_bytes(body)
     summed: list[Path] = []
-    real_adler32 = upload_module.adler32
+    real_adler32 = storage_base.adler32
 
     def counting(path: Path) -> str:
         summed.append(Path(path))
         return real_adler32(path)
 
-    monkeypatch.setattr(upload_module, "adler32", counting)
+    monkeypatch.setattr(storage_base, "adler32", counting)
     site = load_site(write_real_site(tmp_path / "local.yaml", {"posix": f"{remote}/{{file}}"}))
     files = sorted(local.glob("*.root"))
     return {"site": site, "files": files, "remote": remote, "summed": summed,

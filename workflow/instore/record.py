@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from instore.urls import HTTP_SCHEMES
+from instore.urls import is_http
 
 RECORD_VERSION = 1
 _PACKAGES = ("instore", "root", "uproot", "awkward", "numpy", "xrootd")
@@ -136,7 +136,7 @@ UPROOT_HTTP_CLIENT = "urllib3 multi-range GET (instore's uproot source), X.509 p
 def http_client(url: str, engine: str | None) -> str:
     """Which HTTP client read ``url`` ("n/a" when it is not http): the engines use different
     ones, and a site's grid ROOT uses Davix, so the record says which one was measured."""
-    if url.split(":", 1)[0].lower() not in HTTP_SCHEMES:
+    if not is_http(url):
         return "n/a"
     if engine == "root":
         from instore.rootenv import http_client as root_http_client

@@ -28,6 +28,7 @@ from instore.payload.objects import DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
 from instore.rootenv import declare, root, xrdclhttp_available
+from instore.urls import is_local_scheme
 
 # Page-source counters recorded as they are (RNTupleReader.RPageSourceFile.<name>).
 COUNTERS = ("nReadV", "nRead", "szReadPayload", "szReadOverhead", "szUnzip", "nClusterLoaded",
@@ -56,7 +57,7 @@ def _raw_file_problem(f: Any) -> str | None:
     Davix/curl/NetXNG files by the URL, any other class through the TFile itself. A remote file
     whose class is exactly TFile (our XrdClHttp TFile) would be read as a local path: refused,
     never silently read from this host's disk."""
-    remote = str(f.GetEndpointUrl().GetProtocol()) not in ("", "file")
+    remote = not is_local_scheme(str(f.GetEndpointUrl().GetProtocol()))
     return NO_HTTP if remote and f.IsA().GetName() == "TFile" else None
 
 

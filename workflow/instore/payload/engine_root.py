@@ -6,7 +6,6 @@ import functools
 import os
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
 import pandas as pd
 
@@ -19,14 +18,10 @@ from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
 from instore.rootenv import declare, root, xrdclhttp, xrdclhttp_available
-from instore.urls import HTTP_SCHEMES, http_url, is_local, local_path
+from instore.urls import http_url, is_http, is_local, local_path
 
 TWEBFILE_NO_AUTH = ("the root engine's HTTP client (TWebFile) cannot authenticate: "
                     "use the uproot engine or xrootd for this site")  # fmt: skip
-
-
-def is_http(url: str) -> bool:
-    return urlsplit(url).scheme in HTTP_SCHEMES
 
 
 def _open_http(url: str) -> Any:

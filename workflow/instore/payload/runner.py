@@ -20,7 +20,7 @@ from instore.payload.pattern import Pattern
 from instore.payload.procstats import ProcSnapshot, drop_page_cache, join_cgroup
 from instore.payload.result import EngineResult
 from instore.record import JobResult, Measurement, Provenance, size_histogram, utc_now
-from instore.urls import is_local, local_path
+from instore.urls import http_url, is_local, local_path
 
 ENGINES: dict[str, Engine] = {"root": engine_root, "uproot": engine_uproot}
 STAGE_IN_TOOLS = ("cp", "xrdcp")
@@ -84,7 +84,7 @@ def stage_in(url: str, tool: str, scratch: Path) -> Path:
     scratch.mkdir(parents=True, exist_ok=True)
     target = scratch / f"{os.getpid()}-{Path(urlparse(url).path).name}"
     if tool == "xrdcp":
-        _copy_with_xrdcp(url, target)
+        _copy_with_xrdcp(http_url(url), target)  # davs:// is https:// to xrdcp
     elif is_local(url):
         shutil.copyfile(local_path(url), target)
     else:

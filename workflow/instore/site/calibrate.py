@@ -5,7 +5,6 @@ fraction of what the storage could deliver. Stored as ``<results>/<site>/calibra
 from __future__ import annotations
 
 import json
-import os
 import platform
 import socket
 import subprocess
@@ -17,10 +16,11 @@ from urllib.parse import urlsplit
 from instore import credentials
 from instore.calibration import write_calibration
 from instore.errors import InstoreError
-from instore.payload.source import http as http_source
 from instore.site.emulated import blkio
 from instore.site.emulated.delay import measure_rtt_ms
 from instore.site.live import FioTarget, LiveSite
+from instore.storage import StorageError, storage_for
+from instore.urls import default_port
 
 
 def fio(directory: Path, rw: str, block: str, seconds: float, size_mb: int,
@@ -57,56 +57,31 @@ def disk_limits(target: FioTarget, seconds: float) -> dict:
     }
 
 
-def xrdcp_seconds(url: str) -> float:
-    """A whole-file xrdcp with the grid credentials jobs get (named in its environment)."""
-    cmd = ["xrdcp", "--force", "--silent", url, "/dev/null"]
-    env = {**os.environ, **credentials.host_env()}
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
-    if proc.returncode != 0:
-        message = (proc.stderr or proc.stdout).strip().splitlines() or ["no message"]
-        if credentials.auth_refused(message[-1]):
-            raise InstoreError(credentials.auth_line(url))
-        raise InstoreError(f"xrdcp {url} failed (exit {proc.returncode}): {message[-1]}",
-                           "check the calibration file exists behind the endpoint")  # fmt: skip
-    return time.perf_counter() - start
-
-
-def http_seconds(url: str) -> float:
-    """A whole-file GET, authenticated as jobs are (token, proxy, X509_CERT_DIR)."""
-    creds = credentials.discover()
-    manager = http_source.pool(60, creds)
+def whole_file_seconds(url: str) -> float:
+    """A whole-file read as a copy tool makes it (xrdcp for XRootD, a GET for HTTP), with the
+    grid credentials jobs get; one line, naming the credential's fix, if it is refused."""
+    store = storage_for(url)
     start = time.perf_counter()
     try:
-        resp = manager.request("GET", url, headers=http_source.auth_headers(url, creds),
-                               preload_content=False)  # fmt: skip
-        if resp.status in (401, 403):
-            raise InstoreError(credentials.auth_line(url))
-        if resp.status != 200:
-            raise InstoreError(f"GET {url} answered HTTP {resp.status}",
-                               "check the calibration file exists behind the endpoint")  # fmt: skip
-        for _ in resp.stream(1 << 20):
-            pass
-        resp.release_conn()
-    finally:
-        manager.clear()
+        store.drain(url)
+    except StorageError as err:
+        raise credentials.diagnosed(err) from err
     return time.perf_counter() - start
 
 
 def whole_file(live: LiveSite, file: str, size: int) -> dict[str, dict[str, float]]:
     """Whole-file copies through root:// and HTTP: cold (caches dropped, where the site can)
     and warm (second read: the network and server path alone)."""
-    readers = {"xrootd": xrdcp_seconds, "http": http_seconds}
     out = {}
-    for proto, reader in readers.items():
+    for proto in ("xrootd", "http"):
         if proto not in live.protocols:
             continue
         url = live.url(proto, file)
         entry: dict[str, float] = {"bytes": size}
         if live.can_read_cold:
             live.drop_caches()
-            entry["cold_mb_per_s"] = size / reader(url) / 1e6
-        entry["mb_per_s"] = size / reader(url) / 1e6
+            entry["cold_mb_per_s"] = size / whole_file_seconds(url) / 1e6
+        entry["mb_per_s"] = size / whole_file_seconds(url) / 1e6
         out[proto] = entry
     return out
 
@@ -114,9 +89,9 @@ def whole_file(live: LiveSite, file: str, size: int) -> dict[str, dict[str, floa
 def _rtt(live: LiveSite) -> float | None:
     for proto in ("xrootd", "http"):
         if proto in live.protocols:
-            parts = urlsplit(live.url(proto, "x"))
-            default = 1094 if parts.scheme.startswith(("root", "xroot")) else 80
-            return measure_rtt_ms(parts.hostname or "", parts.port or default)
+            url = live.url(proto, "x")
+            parts = urlsplit(url)
+            return measure_rtt_ms(parts.hostname or "", parts.port or default_port(url) or 80)
     return None
 
 
@@ -128,11 +103,11 @@ def through_cache(live: LiveSite, file: str, size: int) -> dict[str, float]:
     if live.cache_fio_target() is not None:
         live.prepare_cache("cold", [file])
         live.drop_caches()
-        entry["cold_mb_per_s"] = size / xrdcp_seconds(url) / 1e6
+        entry["cold_mb_per_s"] = size / whole_file_seconds(url) / 1e6
     else:
-        xrdcp_seconds(url)  # a real site's cache: make sure it holds the file
+        whole_file_seconds(url)  # a real site's cache: make sure it holds the file
     live.drop_caches()
-    entry["mb_per_s"] = size / xrdcp_seconds(url) / 1e6
+    entry["mb_per_s"] = size / whole_file_seconds(url) / 1e6
     return entry
 
 

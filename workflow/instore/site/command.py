@@ -110,6 +110,8 @@ def _preflight(args: argparse.Namespace) -> int:
         sorted(Path(args.data).glob("*.root")) if args.all
         else [Path(args.data) / cfg.calibration.file] if cfg.calibration.file else [])  # fmt: skip
     failures = live.check(files)
+    for line in live.notes if isinstance(live, RealLive) else []:
+        print(line, file=sys.stderr)
     if not cfg.emulated and not files:
         print("no file to check: only TCP checked (give --file NAME, --all, or set "
               "calibration.file)", file=sys.stderr)  # fmt: skip
@@ -144,6 +146,8 @@ def _upload(args: argparse.Namespace) -> int:
         record = upload.upload(cfg, files, bar.update)
     marker = Path(args.marker or Path(args.results) / cfg.name / "upload.json")
     upload.write_marker(record, marker)
+    for line in upload.notes(record):
+        print(line, file=sys.stderr)
     copied = sum(1 for f in record["files"] if f["action"] == "copied")  # type: ignore[attr-defined]
     print(f"site {cfg.name}: {copied} copied, {len(record['files']) - copied} already there "  # type: ignore[arg-type]
           f"and equal (size, adler32); {marker}", file=sys.stderr)  # fmt: skip

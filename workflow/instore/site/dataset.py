@@ -30,9 +30,8 @@ from instore.errors import InstoreError
 from instore.generate.layouts import TTREE_LAYOUTS
 from instore.record import utc_now
 from instore.site.config import SiteConfig
-from instore.site.endpoints import DEFAULT_PORTS
 from instore.study.config import DEFAULT_FILESET
-from instore.urls import XROOTD_SCHEMES
+from instore.urls import FILE, XROOTD, default_port, local_path, protocol_of
 
 if TYPE_CHECKING:
     from instore.site.real import RealLive
@@ -193,7 +192,7 @@ def _normal(url: str) -> str:
     parts = urlsplit(url)
     if not parts.scheme or not parts.netloc:
         return re.sub("/+", "/", url)
-    port = parts.port or DEFAULT_PORTS.get(parts.scheme)
+    port = parts.port or default_port(url)
     host = f"{parts.hostname}:{port}" if port else str(parts.hostname)
     return f"{parts.scheme}://{host}{re.sub('/+', '/', '/' + parts.path)}"
 
@@ -229,23 +228,18 @@ def _listed(path: Path) -> list[str]:
     return [e for e in entries if e]
 
 
-def _list_xrootd(template: str, directory: str, timeout_s: float) -> list[str]:
-    from XRootD import client
-    from XRootD.client.flags import DirListFlags, StatInfoFlags
+def _listing(template: str, directory: str, timeout_s: float) -> list[str]:
+    """The files in ``directory`` under the endpoint's data path, asked of its storage."""
+    from instore.site.verify import cause
+    from instore.storage import StorageError, storage_for
 
     url = template.partition("{file}")[0] + directory
-    parts = urlsplit(url)
-    fs = client.FileSystem(f"{parts.scheme}://{parts.netloc}")
-    status, listing = fs.dirlist(parts.path, DirListFlags.STAT, timeout=int(max(1, timeout_s)))
-    if not status.ok:
-        from instore.site.verify import cause
-
-        if "3011" in status.message or "no such" in status.message.lower():
-            raise InstoreError(f"{url}: no such directory", "check dataset.directory")
-        raise InstoreError(
-            cause(url, f"{url}: cannot list it ({status.message.strip()})", timeout_s)
-        )
-    return [e.name for e in listing if not e.statinfo.flags & StatInfoFlags.IS_DIR]
+    try:
+        return storage_for(url).listdir(url, timeout_s)
+    except StorageError as err:
+        if err.reason == "no such directory":
+            raise InstoreError(f"{url}: no such directory", "check dataset.directory") from err
+        raise InstoreError(cause(url, f"{url}: {err.reason}", timeout_s)) from err
 
 
 def _list_directory(site: SiteConfig, directory: str) -> list[str]:
@@ -256,14 +250,15 @@ def _list_directory(site: SiteConfig, directory: str) -> list[str]:
     found: list[str] | None = None
     for proto in ("xrootd", "stage-in", "posix", "fuse"):
         template = site.endpoints.get(proto, "")
-        if urlsplit(template).scheme in XROOTD_SCHEMES:
-            found = _list_xrootd(template, sub, OPEN_TIMEOUT_S)
+        if not template:
+            continue
+        protocol = protocol_of(template)
+        if protocol == XROOTD:
+            found = _listing(template, sub, OPEN_TIMEOUT_S)
             break
-        if template.startswith("/"):
-            path = Path(template.partition("{file}")[0]) / sub
-            if path.is_dir():
-                found = [p.name for p in path.iterdir() if p.is_file()]
-                break
+        if protocol == FILE and Path(local_path(template.partition("{file}")[0] + sub)).is_dir():
+            found = _listing(template, sub, OPEN_TIMEOUT_S)
+            break
     if found is None:
         raise InstoreError(
             f"site {site.name}: dataset.directory {directory} cannot be listed (no xrootd "
@@ -342,21 +337,24 @@ def _sizes(
     template: str, names: Sequence[str], timeout_s: float
 ) -> tuple[dict[str, int], str | None]:
     """Each name's size behind the endpoint, up to the first problem (one line) if any."""
-    from instore.site import upload
+    from instore import credentials
     from instore.site.verify import cause
+    from instore.storage import StorageError, storage_for
 
     sizes: dict[str, int] = {}
     for name in names:
         url = template.format(file=name)
         try:
-            remote = upload.stat(url, checksum=False)
+            size = storage_for(url).stat(url)
+        except StorageError as err:
+            return sizes, cause(url, str(credentials.diagnosed(err)), timeout_s)
         except InstoreError as err:
             return sizes, cause(url, str(err), timeout_s)
         except Exception as err:  # urllib3/ssl errors: refused, TLS, time-out
             return sizes, cause(url, f"{type(err).__name__}: {str(err).splitlines()[0]}", timeout_s)
-        if remote is None:
+        if size is None:
             return sizes, f"{url}: no such file there -- check the dataset's names and endpoints"
-        sizes[name] = remote.size
+        sizes[name] = size
     return sizes, None
 
 

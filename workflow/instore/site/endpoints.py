@@ -10,14 +10,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
-DEFAULT_PORTS = {"root": 1094, "xroot": 1094, "roots": 1094, "xroots": 1094,
-                 "http": 80, "https": 443}  # fmt: skip
+from instore.urls import default_port
 
 
 def _check_network(url: str, timeout_s: float) -> str | None:
     parts = urlsplit(url)
     try:
-        host, port = parts.hostname, parts.port or DEFAULT_PORTS.get(parts.scheme)
+        host, port = parts.hostname, parts.port or default_port(url)
     except ValueError as err:  # e.g. a port that is not a number
         return f"not a valid URL ({err})"
     if not host or not port:

@@ -47,6 +47,7 @@ class RealLive(LiveSite):
         super().__init__(config, results)
         self.files = files
         self.verified = verified  # None: every check is a full one
+        self.notes: list[str] = []  # what the checks did besides passing (one line each)
 
     def _url(self, protocol: str, file: str) -> str:
         return self.config.endpoints[protocol].format(file=file)
@@ -74,15 +75,20 @@ class RealLive(LiveSite):
         """One line per endpoint (but those in ``skip``) that does not serve ``files`` as they
         are here (missing, different size or adler32), or through which the first cannot be
         opened and read with the jobs' credentials. Local paths that do not exist are only
-        looked for there. Endpoints are checked in parallel."""
+        looked for there. Endpoints are checked in parallel; an endpoint whose copies had to be
+        read back to checksum them adds a line to ``notes``."""
         items = sorted((p, t) for p, t in self._endpoints().items() if p not in skip)
         timeout = self.config.preflight_timeout_s
+        notes: dict[tuple[str, str], list[str]] = {it: [] for it in items}
+
+        def one(it: tuple[str, str]) -> str | None:
+            return verify_endpoint(it[1], files, timeout, self.verified, notes=notes[it])
+
         with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
-            causes = list(
-                pool.map(lambda it: verify_endpoint(it[1], files, timeout, self.verified), items)
-            )
+            causes = list(pool.map(one, items))
         if self.verified is not None:
             self.verified.save()
+        self.notes += [f"{p} {t}: {line}" for (p, t), lines in notes.items() for line in lines]
         return [f"{p} {t}: {why}" for (p, t), why in zip(items, causes, strict=True) if why]
 
     def drop_caches(self) -> None:

@@ -2,61 +2,63 @@
 
 Each file is checked the way WLCG storage checks transfers, by size and adler32: a copy that
 is already there and equal is skipped, a new copy is verified after it lands, and any
-difference stops the upload with one line (a corrupt replica must not be measured). Copies use
-the jobs' grid credentials (``instore.credentials``): xrdcp for root://, an authenticated PUT
-for http(s)/davs, cp for paths. The marker it writes names, sizes and checksums; no secrets.
+difference stops the upload with one line (a corrupt replica must not be measured). Copies go
+through ``instore.storage`` with the jobs' grid credentials: xrdcp for XRootD, an authenticated
+PUT for HTTP and WebDAV, a copy for paths. A storage that reports no adler32 has its copies
+read back to compute one (and the upload says so). The marker it writes names, sizes and
+checksums and how each was had; no secrets.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
-import shutil
-import subprocess
-import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from instore import credentials
 from instore.errors import InstoreError
 from instore.record import utc_now
 from instore.site.config import SiteConfig
-from instore.urls import HTTP_SCHEMES, XROOTD_SCHEMES, http_url
+from instore.storage import Checksum, StorageError, adler32, storage_for
+from instore.storage.base import normal_adler32, read_back_note
 
-CHUNK = 4 << 20
+__all__ = ["Copy", "CopyDiffers", "Placed", "Remote", "adler32", "compare", "found", "upload"]
+
 ORDER = ("xrootd", "stage-in", "http", "posix", "fuse", "xcache")  # root:// first: others skip
-_DIGEST = re.compile(r"adler32=([0-9a-fA-F]{1,8})")
 
 
 @dataclass(frozen=True)
 class Remote:
-    """What an endpoint holds under a name: its size and adler32 (None: not reported)."""
+    """What an endpoint holds under a name: its size and adler32 (None: not asked)."""
 
     size: int
     adler32: str | None
 
 
 @dataclass(frozen=True)
+class Copy:
+    """A copy found equal: its size, and its checksum and how it was had (None: size only)."""
+
+    size: int
+    checksum: Checksum | None
+
+
+@dataclass(frozen=True)
 class Placed:
-    """One file behind one endpoint: copied now, or already there and equal."""
+    """One file behind one endpoint: copied now, or already there and equal; ``checksum_from``
+    says how the copy's adler32 was had (reported by the storage, read back, read here)."""
 
     name: str
     protocol: str
     size: int
     adler32: str
     action: str  # "copied" or "present"
+    checksum_from: str = "reported"
 
 
-def adler32(path: Path) -> str:
-    """The file's adler32 as WLCG storage prints it: 8 lower-case hex digits."""
-    value = 1
-    with open(path, "rb") as f:
-        while block := f.read(CHUNK):
-            value = zlib.adler32(block, value)
-    return f"{value & 0xFFFFFFFF:08x}"
+class CopyDiffers(InstoreError):
+    """The copy behind an endpoint is not the local file (another size or adler32)."""
 
 
 def mismatch_line(url: str, what: str, remote: str, local: str) -> str:
@@ -67,148 +69,45 @@ def mismatch_line(url: str, what: str, remote: str, local: str) -> str:
 
 def compare(url: str, size: int, checksum: str | None, remote: Remote | None) -> bool:
     """True: the remote copy is there and equal (skip it); False: absent (copy it). Raises
-    with one line when it is there and differs, or its checksum cannot be had. ``checksum``
-    None compares the size only (a copy verified whole before)."""
+    with one line when it is there and differs. ``checksum`` None compares the size only (a
+    copy verified whole before)."""
     if remote is None:
         return False
     if remote.size != size:
-        raise InstoreError(mismatch_line(url, "size", str(remote.size), str(size)))
+        raise CopyDiffers(mismatch_line(url, "size", str(remote.size), str(size)))
     if checksum is None:
         return True
     if remote.adler32 is None:
-        raise InstoreError(f"{url}: the endpoint reports no adler32, so the copy cannot be "
-                           "verified", "enable checksums on the storage (xrootd.chksum adler32)")  # fmt: skip
-    if remote.adler32.lower().zfill(8) != checksum:
-        raise InstoreError(mismatch_line(url, "adler32", f"0x{remote.adler32}", f"0x{checksum}"))
+        raise InstoreError(f"{url}: no adler32 of the copy to compare with",
+                           "ask the storage for one, or read the copy back")  # fmt: skip
+    if normal_adler32(remote.adler32) != checksum:
+        raise CopyDiffers(mismatch_line(url, "adler32", f"0x{remote.adler32}", f"0x{checksum}"))
     return True
 
 
-# --- the endpoints ---------------------------------------------------------------------------
-
-
-def _xrd(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **credentials.host_env(), "XRD_CONNECTIONRETRY": "1"}
+def found(url: str, size: int, checksum: str | None) -> Copy | None:
+    """The copy at ``url`` if it is equal to a local file of ``size`` and ``checksum`` (None:
+    no copy there); one line when it differs or cannot be asked. Its adler32 is the storage's
+    where it reports one, else computed by reading the copy back through the endpoint; the
+    size is compared first, so a copy of another size is never read."""
+    store = storage_for(url)
     try:
-        return subprocess.run(args, capture_output=True, text=True, env=env, check=False,
-                              timeout=timeout)  # fmt: skip
-    except FileNotFoundError as err:
-        raise InstoreError(f"{args[0]} is not installed here", "install xrootd-client") from err
-
-
-def _xrd_failed(url: str, proc: subprocess.CompletedProcess[str]) -> InstoreError:
-    lines = (proc.stderr or proc.stdout).strip().splitlines() or ["no message"]
-    if credentials.auth_refused(lines[-1]):
-        return InstoreError(credentials.auth_line(url))
-    return InstoreError(f"{url}: {lines[-1].strip()}", "check the endpoint and its permissions")
-
-
-def _stat_xrootd(url: str, checksum: bool = True) -> Remote | None:
-    parts = urlsplit(url)
-    host = f"{parts.scheme}://{parts.netloc}"
-    proc = _xrd(["xrdfs", host, "stat", parts.path], 120)
-    if proc.returncode != 0:
-        if re.search(r"\[3011\]|no such file", proc.stderr, re.IGNORECASE):
+        remote_size = store.stat(url)
+        if not compare(url, size, None, None if remote_size is None else Remote(remote_size, None)):
             return None
-        raise _xrd_failed(url, proc)
-    found = re.search(r"Size:\s*(\d+)", proc.stdout)
-    size = int(found.group(1)) if found else -1
-    if not checksum:
-        return Remote(size, None)
-    summed = _xrd(["xrdfs", host, "query", "checksum", parts.path], 300)
-    digest = re.search(r"adler32\s+([0-9a-fA-F]+)", summed.stdout)
-    return Remote(size, digest.group(1) if digest else None)
-
-
-def _put_xrootd(local: Path, url: str) -> None:
-    proc = _xrd(["xrdcp", "--force", "--posc", "--nopbar", str(local), url], 3600)
-    if proc.returncode != 0:
-        raise _xrd_failed(url, proc)
-
-
-def _http_pool(url: str):  # type: ignore[no-untyped-def]
-    import urllib3
-
-    from instore.payload.source.http import ssl_context
-
-    if urlsplit(url).scheme == "http":
-        return urllib3.PoolManager(retries=False)
-    return urllib3.PoolManager(ssl_context=ssl_context(credentials.discover()), retries=False)
-
-
-def _http_headers(url: str) -> dict[str, str]:
-    from instore.payload.source.http import auth_headers
-
-    return auth_headers(url, credentials.discover())
-
-
-def _http_status(url: str, status: int) -> InstoreError:
-    if status in (401, 403):
-        return InstoreError(credentials.auth_line(url))
-    return InstoreError(f"{url}: HTTP {status}", "check the endpoint and its permissions")
-
-
-def _stat_http(url: str, checksum: bool = True) -> Remote | None:
-    url = http_url(url)
-    headers = {**_http_headers(url), **({"Want-Digest": "adler32"} if checksum else {})}
-    resp = _http_pool(url).request("HEAD", url, headers=headers, redirect=True, timeout=120)
-    if resp.status == 404:
-        return None
-    if resp.status != 200:
-        raise _http_status(url, resp.status)
-    digest = _DIGEST.search(resp.headers.get("Digest", ""))
-    size = int(resp.headers.get("Content-Length", -1))
-    return Remote(size, digest.group(1) if digest else None)
-
-
-def _put_http(local: Path, url: str) -> None:
-    url = http_url(url)
-    pool = _http_pool(url)
-    headers = {**_http_headers(url), "Content-Length": str(local.stat().st_size)}
-    for _ in range(3):  # storage may redirect a PUT to a data server: follow, resending
-        with open(local, "rb") as body:
-            resp = pool.request("PUT", url, body=body, headers=headers, redirect=False,
-                                preload_content=True, timeout=3600)  # fmt: skip
-        if resp.status in (301, 302, 307, 308) and resp.headers.get("Location"):
-            url = resp.headers["Location"]
-            continue
-        if resp.status not in (200, 201, 204):
-            raise _http_status(url, resp.status)
-        return
-    raise InstoreError(f"{url}: too many redirects on PUT", "check the endpoint")
-
-
-def _stat_path(path: str, checksum: bool = True) -> Remote | None:
-    p = Path(path)
-    if not p.is_file():
-        return None
-    return Remote(p.stat().st_size, adler32(p) if checksum else None)
-
-
-def _put_path(local: Path, path: str) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(local, path)
-
-
-def stat(url: str, checksum: bool = True) -> Remote | None:
-    """What the endpoint holds at ``url`` (None: nothing); without ``checksum``, its size only
-    (the storage is not asked to compute an adler32)."""
-    scheme = urlsplit(url).scheme
-    if scheme in XROOTD_SCHEMES:
-        return _stat_xrootd(url, checksum)
-    if scheme in HTTP_SCHEMES:
-        return _stat_http(url, checksum)
-    return _stat_path(url, checksum)
+        summed = store.checksum(url) if checksum is not None else None
+    except StorageError as err:
+        raise credentials.diagnosed(err) from err
+    compare(url, size, checksum, Remote(size, summed.adler32 if summed else None))
+    return Copy(size, summed)
 
 
 def put(local: Path, url: str) -> None:
     """Copy ``local`` to ``url`` with the jobs' credentials."""
-    scheme = urlsplit(url).scheme
-    if scheme in XROOTD_SCHEMES:
-        _put_xrootd(local, url)
-    elif scheme in HTTP_SCHEMES:
-        _put_http(local, url)
-    else:
-        _put_path(local, url)
+    try:
+        storage_for(url).put(local, url)
+    except StorageError as err:
+        raise credentials.diagnosed(err) from err
 
 
 # --- the upload ------------------------------------------------------------------------------
@@ -217,14 +116,26 @@ def put(local: Path, url: str) -> None:
 def place(local: Path, checksum: str, protocol: str, url: str) -> Placed:
     """One file behind one endpoint: skipped if equal, else copied and verified."""
     size = local.stat().st_size
-    if compare(url, size, checksum, stat(url)):
-        return Placed(local.name, protocol, size, checksum, "present")
+    before = found(url, size, checksum)
+    if before is not None and before.checksum is not None:
+        return Placed(local.name, protocol, size, checksum, "present", before.checksum.how)
     put(local, url)
-    after = stat(url)
-    if after is None:
+    after = found(url, size, checksum)
+    if after is None or after.checksum is None:
         raise InstoreError(f"{url}: the copy is not there after upload", "check the endpoint")
-    compare(url, size, checksum, after)
-    return Placed(local.name, protocol, size, checksum, "copied")
+    return Placed(local.name, protocol, size, checksum, "copied", after.checksum.how)
+
+
+def notes(record: dict[str, object]) -> list[str]:
+    """One line per endpoint whose copies were verified by reading them back (it reports no
+    adler32), saying so and how much was read."""
+    read: dict[str, list[int]] = {}
+    for f in record["files"]:  # type: ignore[attr-defined]
+        if f["checksum_from"] == "read back":
+            read.setdefault(f["protocol"], []).append(f["size"])
+    endpoints: dict[str, str] = record["endpoints"]  # type: ignore[assignment]
+    return [f"{p} {endpoints[p]}: {read_back_note(sum(sizes), len(sizes))}"
+            for p, sizes in read.items()]  # fmt: skip
 
 
 def targets(site: SiteConfig) -> list[tuple[str, str]]:

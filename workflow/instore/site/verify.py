@@ -23,7 +23,10 @@ from urllib.parse import urlsplit
 from instore import credentials
 from instore.errors import InstoreError
 from instore.site import upload
-from instore.urls import HTTP_SCHEMES, XROOTD_SCHEMES, http_url
+from instore.storage import StorageError, storage_for
+from instore.storage import base as storage_base
+from instore.storage.base import read_back_note
+from instore.urls import http_url, is_http, is_xrootd
 
 ROOT_MAGIC = b"root"
 _TLS_FAILED = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed", re.IGNORECASE)
@@ -36,7 +39,7 @@ INSTALL_CA = ("install the CA that signed it in X509_CERT_DIR (for WLCG: the IGT
 
 @functools.cache
 def _local_adler32(path: Path, mtime_ns: int) -> str:
-    return upload.adler32(path)
+    return storage_base.adler32(path)
 
 
 def local_adler32(path: Path) -> str:
@@ -110,11 +113,10 @@ def gsi_ca_problem(url: str, timeout_s: float) -> str | None:
 def cause(url: str, message: str, timeout_s: float) -> str:
     """The one line for a failed request: TLS and CA problems are named before a refusal is
     blamed on the credential, so the admin is not sent to renew a proxy that is fine."""
-    scheme = urlsplit(url).scheme
-    if scheme in HTTP_SCHEMES and _TLS_FAILED.search(message):
+    if is_http(url) and _TLS_FAILED.search(message):
         return https_tls_problem(http_url(url), timeout_s) or f"TLS: {message}"
     if credentials.auth_refused(message):
-        if scheme in XROOTD_SCHEMES and credentials.discover().proxy_found:
+        if is_xrootd(url) and credentials.discover().proxy_found:
             gsi = gsi_ca_problem(url, timeout_s)
             if gsi:
                 return gsi
@@ -170,30 +172,38 @@ def first_bytes(url: str, timeout_s: float) -> bytes:
     """The file's first bytes (as many as ROOT's magic), read with the jobs' credentials."""
     from instore.payload.source.base import open_backend
 
-    backend = open_backend(http_url(url), timeout_s)
+    backend = open_backend(url, timeout_s)
     try:
         return backend.read_ranges([(0, len(ROOT_MAGIC))])[0]
     finally:
         backend.close()
 
 
-def _check_copy(url: str, local: Path, verified: VerifiedCopies | None = None) -> str | None:
-    """None if the endpoint holds a copy equal to ``local`` (or ``local`` is not here to
-    compare with and the endpoint has the file), else the one line saying how it differs.
-    A copy ``verified`` already is compared by size only."""
-    trusted = verified is not None and verified.known(url, local)
-    remote = upload.stat(url, checksum=not trusted)
-    if remote is None:
-        return f"{url}: no such file there -- put the test files in place: instore site upload"
+def _check_copy(
+    url: str, local: Path, verified: VerifiedCopies | None = None
+) -> tuple[str | None, int]:
+    """(None, bytes read back) if the endpoint holds a copy equal to ``local`` (or ``local``
+    is not here to compare with and the endpoint has the file), else (the one line saying how
+    it differs, 0). A copy ``verified`` already is compared by size only; a storage that
+    reports no adler32 has the copy read back to compute it."""
+    missing = f"{url}: no such file there -- put the test files in place: instore site upload"
     if not local.is_file():
-        return None
+        try:
+            there = storage_for(url).stat(url)
+        except StorageError as err:
+            raise credentials.diagnosed(err) from err
+        return (None, 0) if there is not None else (missing, 0)
+    trusted = verified is not None and verified.known(url, local)
     try:
-        upload.compare(url, local.stat().st_size, None if trusted else local_adler32(local), remote)
-    except InstoreError as err:
-        return str(err)
+        copy = upload.found(url, local.stat().st_size, None if trusted else local_adler32(local))
+    except upload.CopyDiffers as err:
+        return str(err), 0
+    if copy is None:
+        return missing, 0
     if verified is not None and not trusted:  # a size-only check does not renew the verification
         verified.add(url, local)
-    return None
+    summed = copy.checksum
+    return None, summed.bytes_read if summed and summed.how == "read back" else 0
 
 
 def verify_endpoint(
@@ -201,19 +211,25 @@ def verify_endpoint(
     files: Sequence[Path],
     timeout_s: float,
     verified: VerifiedCopies | None = None,
+    notes: list[str] | None = None,
 ) -> str | None:
     """None if every file is there and equal to its local copy, and the first one opens and
-    reads through ``template``; else the first problem, in one line."""
+    reads through ``template``; else the first problem, in one line. ``notes`` gets one line
+    when the endpoint reports no adler32 and the copies were read back to compute it."""
+    read_back, copies = 0, 0
     for local in files:
         url = template.format(file=local.name)
         try:
-            problem = _check_copy(url, local, verified)
+            problem, read = _check_copy(url, local, verified)
         except InstoreError as err:
             return cause(url, str(err), timeout_s)
         except Exception as err:  # urllib3/ssl errors: refused, TLS, time-out
             return cause(url, f"{type(err).__name__}: {str(err).splitlines()[0]}", timeout_s)
         if problem:
             return problem
+        read_back, copies = read_back + read, copies + bool(read)
+    if copies and notes is not None:
+        notes.append(read_back_note(read_back, copies))
     if not files:
         return None
     url = template.format(file=files[0].name)

@@ -8,7 +8,6 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
 
 from instore import credentials
 from instore.container import Access, Bind, Target
@@ -18,6 +17,7 @@ from instore.container.warm import run_warm
 from instore.payload.runner import CGROUP_ENV
 from instore.record import JobFate, JobOutcome
 from instore.study import Point
+from instore.urls import is_local, local_path
 
 CONTAINER_CGROUP = "/instore/blkio"  # where a container sees the site's blkio cgroup
 
@@ -88,7 +88,7 @@ def job_argv(
     if start_at is not None:
         argv += ["--start-at", f"{start_at:.3f}"]
     if point.protocol == "stage-in":
-        tool = "xrdcp" if urlparse(url).scheme in ("root", "roots", "http", "https") else "cp"
+        tool = "cp" if is_local(url) else "xrdcp"  # xroot://, davs://... go to xrdcp too
         argv += ["--stage-in", tool, "--scratch", str(scratch)]
     return tuple(argv)
 
@@ -108,7 +108,7 @@ def access_for(
     """What the job must see: the data, scratch, the directories of local URLs, the grid
     credentials and, in a container, the site's blkio cgroup (the payload joins it so its reads
     are throttled)."""
-    local = {Path(u).parent for u in urls if urlparse(u).scheme in ("", "file")}
+    local = {Path(local_path(u)).parent for u in urls if is_local(u)}
     binds = [Bind(data.resolve()), Bind(scratch.resolve(), writable=True)]
     binds += [
         Bind(p, propagate=fuse) for p in sorted(local) if not p.is_relative_to(data.resolve())

@@ -1,14 +1,15 @@
-"""The uproot ``Source`` that counts physical reads, whatever the scheme."""
+"""The uproot ``Source`` that counts physical reads, whatever the protocol."""
 
 from __future__ import annotations
 
 import queue
 from typing import Any, ClassVar, Protocol
-from urllib.parse import urlparse
 
 import uproot.source.chunk
 import uproot.source.futures
 from uproot.source.coalesce import CoalesceConfig, coalesce_requests
+
+from instore.urls import HTTP, XROOTD, http_url, protocol_of
 
 
 class Backend(Protocol):
@@ -22,26 +23,25 @@ class Backend(Protocol):
 
 
 def open_backend(url: str, timeout: float, via_root: bool = False) -> Backend:
-    """The backend for the URL's scheme; ``via_root``: root:// through ROOT's TFile, for the
-    root engine's jobs (ROOT's XRootD client and the Python one crash one process together)."""
-    scheme = urlparse(url).scheme
-    if via_root and scheme in ("root", "roots"):
+    """The backend for the URL's protocol (``instore.urls``); ``via_root``: XRootD through
+    ROOT's TFile, for the root engine's jobs (ROOT's XRootD client and the Python one crash
+    one process together). dav(s):// goes out as http(s)://."""
+    protocol = protocol_of(url)
+    if protocol == XROOTD and via_root:
         from instore.payload.source.rootfile import RootFileBackend
 
         return RootFileBackend(url, timeout)
-    if scheme in ("", "file"):
-        from instore.payload.source.file import FileBackend
-
-        return FileBackend(url, timeout)
-    if scheme in ("root", "roots"):
+    if protocol == XROOTD:
         from instore.payload.source.xrootd import XRootDBackend
 
         return XRootDBackend(url, timeout)
-    if scheme in ("http", "https"):
+    if protocol == HTTP:
         from instore.payload.source.http import HTTPBackend
 
-        return HTTPBackend(url, timeout)
-    raise ValueError(f"unsupported URL scheme {scheme!r}")
+        return HTTPBackend(http_url(url), timeout)
+    from instore.payload.source.file import FileBackend
+
+    return FileBackend(url, timeout)
 
 
 class InstrumentedSource(uproot.source.chunk.Source):

@@ -8,46 +8,21 @@ CAs of ``X509_CERT_DIR`` trusted besides the system's.
 from __future__ import annotations
 
 import re
-import ssl
-from urllib.parse import urlsplit
 
 import urllib3
 
-from instore import credentials
-from instore.errors import InstoreError
+from instore.credentials import discovery
+from instore.credentials.handoff import auth_headers, ssl_context
+
+__all__ = ["HTTPBackend", "auth_headers", "pool", "ssl_context"]
 
 MAX_RANGES_PER_GET = 64  # keeps the Range header well under server header limits
 _CONTENT_RANGE = re.compile(rb"content-range:\s*bytes\s+(\d+)-(\d+)/", re.IGNORECASE)
 
 
-def ssl_context(creds: credentials.Credentials) -> ssl.SSLContext:
-    """The system CAs plus the grid's (``X509_CERT_DIR``), and the proxy as client certificate."""
-    ctx = ssl.create_default_context()
-    if creds.cert_dir is not None:
-        ctx.load_verify_locations(capath=str(creds.cert_dir))
-    if creds.proxy_found:
-        try:
-            ctx.load_cert_chain(str(creds.proxy))
-        except ssl.SSLError as err:  # readable, but OpenSSL will not present it
-            weak = credentials.weak_proxy_line(creds.proxy)
-            raise InstoreError(weak or f"X.509 proxy {creds.proxy} cannot serve as a TLS client "
-                               f"certificate ({err.reason or err})",
-                               None if weak else credentials.RENEW_PROXY) from err  # fmt: skip
-        except OSError:
-            pass  # an unreadable proxy is left out: the server then says it wants one
-    return ctx
-
-
-def auth_headers(url: str, creds: credentials.Credentials) -> dict[str, str]:
-    """The bearer token, sent only over https (a token on plain http is a token given away)."""
-    if creds.token is None or urlsplit(url).scheme != "https":
-        return {}
-    return {"Authorization": f"Bearer {creds.token}"}
-
-
-def pool(timeout: float, creds: credentials.Credentials | None = None) -> urllib3.PoolManager:
+def pool(timeout: float, creds: discovery.Credentials | None = None) -> urllib3.PoolManager:
     """A connection pool that authenticates with the credentials this job holds."""
-    creds = creds or credentials.discover()
+    creds = creds or discovery.discover()
     return urllib3.PoolManager(
         timeout=urllib3.Timeout(connect=timeout, read=timeout),
         retries=False,
@@ -55,20 +30,10 @@ def pool(timeout: float, creds: credentials.Credentials | None = None) -> urllib
     )
 
 
-def head(url: str, timeout: float) -> int:
-    """The HTTP status of an authenticated HEAD of ``url``."""
-    creds = credentials.discover()
-    manager = pool(timeout, creds)
-    try:
-        return manager.request("HEAD", url, headers=auth_headers(url, creds)).status
-    finally:
-        manager.clear()
-
-
 class HTTPBackend:
     def __init__(self, url: str, timeout: float) -> None:
         self._url = url
-        creds = credentials.discover()
+        creds = discovery.discover()
         self._pool = pool(timeout, creds)
         self._headers = auth_headers(url, creds)
         resp = self._pool.request("HEAD", url, headers=self._headers)

@@ -1,4 +1,4 @@
-"""Grid credentials, found the way grid jobs find them, handed to every job, never recorded.
+"""Finding grid credentials the way grid jobs find them, and saying what may be said of them.
 
 Discovery follows the conventions every grid client uses, so an admin's usual environment works:
 
@@ -7,15 +7,14 @@ Discovery follows the conventions every grid client uses, so an admin's usual en
 * WLCG bearer tokens (WLCG Bearer Token Discovery): ``BEARER_TOKEN``, then
   ``BEARER_TOKEN_FILE``, then ``$XDG_RUNTIME_DIR/bt_u<uid>``, then ``/tmp/bt_u<uid>``.
 
-What a record may keep is ``describe()``: the kind, the proxy's subject and its expiry. Proxy and
-token contents stay in their files; a token given as a value is written to a private file, so
-it reaches jobs as ``BEARER_TOKEN_FILE`` and never on a command line. Standard library only
-(``cryptography`` if installed): the payload imports this module once per job.
+What a record may keep is ``describe()``: the kind, the proxy's subject and its expiry; proxy
+and token contents stay in their files (``handoff`` gives them to clients, ``diagnosis`` says
+why one was refused). Standard library only (``cryptography`` if installed): the payload
+imports this module once per job.
 """
 
 from __future__ import annotations
 
-import atexit
 import datetime as dt
 import os
 import re
@@ -24,7 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from instore.errors import InstoreError
 
@@ -32,7 +30,6 @@ PROXY_ENV, CERT_DIR_ENV, VOMS_DIR_ENV = "X509_USER_PROXY", "X509_CERT_DIR", "X50
 TOKEN_ENV, TOKEN_FILE_ENV = "BEARER_TOKEN", "BEARER_TOKEN_FILE"
 DEFAULT_CERT_DIR = "/etc/grid-security/certificates"
 AUTH_KINDS = ("x509", "token", "none")
-INSIDE = "/instore/creds"  # where a container sees the credentials
 RENEW_PROXY = "renew it with voms-proxy-init or xrdgsiproxy init"
 CREATE_PROXY = "create one with voms-proxy-init (or xrdgsiproxy init) and export X509_USER_PROXY"
 GET_TOKEN = "get one (e.g. oidc-token or htgettoken) and export BEARER_TOKEN_FILE"
@@ -40,15 +37,6 @@ GET_TOKEN = "get one (e.g. oidc-token or htgettoken) and export BEARER_TOKEN_FIL
 # https server never sees such a proxy; xrdgsiproxy 5.5 signs with sha1, voms-proxy-init sha256.
 WEAK_DIGESTS = ("md5", "sha1")
 SHA256_PROXY = "make a proxy signed with SHA-256: voms-proxy-init does (xrdgsiproxy 5.5 uses SHA-1)"
-# What storage says when it refuses a client's identity.
-_AUTH_REFUSED = re.compile(
-    r"auth(entication)? (failed|refused)|no protocols left to try|not authori[sz]ed|unauthori[sz]ed"
-    r"|\bHTTP (401|403)\b|\[3010\]",
-    re.IGNORECASE,
-)
-_NO_SUCH_FILE = re.compile(r"no such file|\[3011\]|\bHTTP 404\b|not found", re.IGNORECASE)
-_ROOT_COULD_NOT_OPEN = re.compile(r"ROOT could not open|cannot open", re.IGNORECASE)
-_WRITTEN: set[Path] = set()  # private token files this process wrote (removed at exit)
 
 
 @dataclass(frozen=True)
@@ -201,7 +189,7 @@ def proxy_info(path: Path) -> ProxyInfo:
     return _proxy_info(path, mtime)
 
 
-def _iso(when: dt.datetime | None) -> str | None:
+def iso(when: dt.datetime | None) -> str | None:
     return when.isoformat(timespec="seconds") if when else None
 
 
@@ -213,7 +201,7 @@ def describe(creds: Credentials | None = None) -> dict[str, str | None] | None:
     out: dict[str, str | None] = {"kind": creds.kind}
     if creds.proxy_found:
         info = proxy_info(creds.proxy)
-        out.update(subject=info.subject, expires=_iso(info.expires))
+        out.update(subject=info.subject, expires=iso(info.expires))
     return out
 
 
@@ -245,7 +233,7 @@ def problem(auth: str, creds: Credentials | None = None) -> InstoreError | None:
                                 CREATE_PROXY)  # fmt: skip
         info = proxy_info(creds.proxy)
         if info.expired():
-            return InstoreError(f"X.509 proxy {creds.proxy} expired at {_iso(info.expires)}",
+            return InstoreError(f"X.509 proxy {creds.proxy} expired at {iso(info.expires)}",
                                 RENEW_PROXY)  # fmt: skip
         if creds.cert_dir is None:
             where = os.environ.get(CERT_DIR_ENV) or DEFAULT_CERT_DIR
@@ -262,159 +250,3 @@ def require(auth: str, site: str) -> None:
     err = problem(auth, discover())
     if err is not None:
         raise InstoreError(f"site {site} needs {auth} credentials: {err.problem}", err.fix)
-
-
-# --- handing credentials to jobs -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class JobCredentials:
-    """What a job is given: (host path, path inside) pairs to bind read-only, and variables."""
-
-    binds: tuple[tuple[Path, str], ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-
-
-def _private_token_file(token: str, directory: Path) -> Path:
-    """The token in a 0600 file of a 0700 directory (removed when this process exits), so it is
-    handed over as a file: never a command line, never an environment dump."""
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(directory, 0o700)
-    path = directory / f"bt_u{_uid()}"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(token + "\n")
-    os.chmod(path, 0o600)
-    if path not in _WRITTEN:
-        _WRITTEN.add(path)
-        atexit.register(path.unlink, missing_ok=True)
-    return path
-
-
-def for_job(container: bool, token_dir: Path, creds: Credentials | None = None) -> JobCredentials:
-    """Binds and variables that give a job (on the host or in a container) the credentials
-    found here; in a container they are bound read-only under ``/instore/creds``."""
-    creds = creds or discover()
-    items: list[tuple[str, Path, str]] = []  # (variable, host path, name inside)
-    if creds.proxy_found:
-        items.append((PROXY_ENV, creds.proxy, "proxy"))
-    if creds.cert_dir is not None:
-        items.append((CERT_DIR_ENV, creds.cert_dir, "certificates"))
-    if creds.voms_dir is not None:
-        items.append((VOMS_DIR_ENV, creds.voms_dir, "vomsdir"))
-    if creds.token is not None:
-        token_file = creds.token_file or _private_token_file(creds.token, token_dir)
-        items.append((TOKEN_FILE_ENV, token_file, "token"))
-    if not container:
-        return JobCredentials((), {var: str(path) for var, path, _ in items})
-    binds = tuple((path.resolve(), f"{INSIDE}/{name}") for _, path, name in items)
-    return JobCredentials(binds, {var: f"{INSIDE}/{name}" for var, _, name in items})
-
-
-def host_env(creds: Credentials | None = None) -> dict[str, str]:
-    """Variables for a tool run here (xrdfs, xrdcp): the credentials found, named explicitly."""
-    creds = creds or discover()
-    env = dict(for_job(False, Path("/nonexistent"), _without_token_value(creds)).env)
-    if creds.token is not None and creds.token_file is None:
-        env[TOKEN_ENV] = creds.token  # a child's environment, never a command line or a record
-    return env
-
-
-def _without_token_value(creds: Credentials) -> Credentials:
-    if creds.token_file is not None:
-        return creds
-    return Credentials(creds.proxy, creds.proxy_found, creds.cert_dir, creds.voms_dir)
-
-
-# --- saying why a read was refused -----------------------------------------------------------
-
-
-def auth_refused(text: str) -> bool:
-    """Whether storage's message says it refused the client's identity."""
-    return bool(_AUTH_REFUSED.search(text))
-
-
-def auth_hint(url: str, creds: Credentials | None = None) -> str:
-    """The likely cause and fix of an authentication refusal, from what this job holds."""
-    creds = creds or discover()
-    https = urlsplit(url).scheme == "https"
-    if not creds.proxy_found and creds.token is None:
-        where = f"{PROXY_ENV}={creds.proxy}"
-        return f"no valid X.509 proxy found ({where}) and no bearer token; {CREATE_PROXY}"
-    if creds.proxy_found:
-        info = proxy_info(creds.proxy)
-        if info.expired():
-            return f"X.509 proxy {creds.proxy} expired at {_iso(info.expires)}: {RENEW_PROXY}"
-        if creds.cert_dir is None:
-            return (
-                f"no CA certificate directory ({CERT_DIR_ENV}); install the grid CAs or export it"
-            )
-        weak = weak_proxy_line(creds.proxy) if https else None
-        if weak:
-            return weak
-        return (f"the server refused X.509 proxy {creds.proxy} (subject {info.subject}); "
-                "check it is mapped/authorised there, or renew it with the right VO (voms-proxy-init)")  # fmt: skip
-    if urlsplit(url).scheme.startswith("http") and not https:
-        return "a bearer token is only sent over https; use an https:// endpoint"
-    xrootd = urlsplit(url).scheme.startswith(("root", "xroot"))
-    if xrootd and os.environ.get(PROXY_ENV) and not creds.proxy_found:
-        return (f"{PROXY_ENV} names {creds.proxy}, which does not exist: the XRootD client then "
-                f"cannot set up TLS and never sends the bearer token; unset {PROXY_ENV} or "
-                "make the proxy")  # fmt: skip
-    if xrootd and _open_to_others(creds.token_file):
-        return (f"bearer token file {creds.token_file} can be read by others, so XRootD's ztn "
-                f"client never sends it; chmod 600 {creds.token_file}")  # fmt: skip
-    return f"the server refused the bearer token; {GET_TOKEN} with the scopes it needs"
-
-
-def _open_to_others(path: Path | None) -> bool:
-    """Whether group or others may touch the token file (XrdSecztn then keeps the token)."""
-    try:
-        return path is not None and bool(path.stat().st_mode & 0o077)
-    except OSError:
-        return False
-
-
-def auth_line(url: str, creds: Credentials | None = None) -> str:
-    """One line: the storage refused us, and what to do about it."""
-    return f"authentication refused by {url}: {auth_hint(url, creds)}"
-
-
-def probe(url: str, timeout: float = 10.0) -> str | None:
-    """Ask the endpoint about ``url`` (xrdfs stat / HEAD) with this job's credentials: None if
-    it answers, else its message. Used when an engine could not say why an open failed; xrdfs
-    runs apart, so the engine's XRootD client is not mixed with another in one process."""
-    parts = urlsplit(url)
-    seconds = str(int(max(1, timeout)))
-    try:
-        if parts.scheme in ("root", "roots", "xroot", "xroots"):
-            env = {**os.environ, "XRD_CONNECTIONRETRY": "1", "XRD_REQUESTTIMEOUT": seconds}
-            cmd = ["xrdfs", f"{parts.scheme}://{parts.netloc}", "stat", parts.path]
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False,
-                                  timeout=3 * timeout)  # fmt: skip
-            lines = (proc.stderr or proc.stdout).strip().splitlines() or [""]
-            return None if proc.returncode == 0 else lines[-1]
-        if parts.scheme in ("http", "https"):
-            from instore.payload.source.http import head
-
-            status = head(url, timeout)
-            return None if status == 200 else f"HTTP {status}"
-    except Exception as err:  # the probe only refines a message; never fail because of it
-        return f"{type(err).__name__}: {err}"
-    return None
-
-
-def explain(url: str, error: str | None) -> str | None:
-    """A job's error, with an authentication refusal said as one: the fix is a credential,
-    never "regenerate the file". Other errors pass unchanged."""
-    if not error or urlsplit(url).scheme in ("", "file"):
-        return error
-    if auth_refused(error):
-        return auth_line(url)
-    if _ROOT_COULD_NOT_OPEN.search(error):  # the engine kept the reason to itself: ask
-        answer = probe(url)
-        if answer and auth_refused(answer):
-            return auth_line(url)
-        if answer and _NO_SUCH_FILE.search(answer):
-            return f"{url}: no such file on the endpoint ({answer.strip()}) -- check the path"
-    return error
