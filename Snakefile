@@ -1,6 +1,6 @@
 # The whole instore study: `snakemake --cores all` (or `make study`) runs every stage.
 #
-#   containers -> data -> sites (calibration) -> sweep -> reports
+#   containers -> data -> sites (calibration) -> traces (recorded analyses) -> sweep -> reports
 #
 # Options (all optional), e.g. `--config profile=quick sites=[mysite]`:
 #   study=PATH     the study file (default config/study.yaml)
@@ -18,6 +18,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/containers.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/sites.smk"
+include: "workflow/rules/traces.smk"
 include: "workflow/rules/sweep.smk"
 include: "workflow/rules/reports.smk"
 

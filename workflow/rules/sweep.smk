@@ -17,6 +17,7 @@ rule sweep_site:
         calibration=calibration_inputs,
         upload=upload_inputs,
         dataset=dataset_inputs,
+        traces=trace_inputs,
         image=IMAGE_INPUT,
     output:
         expand(f"{RESULTS}/{{{{site}}}}/{{section}}.parquet", section=SECTIONS_RUN),

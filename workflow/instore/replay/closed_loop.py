@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from instore.errors import InstoreError
+from instore.payload.runner import CGROUP_ENV, join_site_cgroup, wait_until
 from instore.record import Provenance, size_histogram, utc_now
 from instore.replay.result import ReplayRecord, percentile
 from instore.replay.targets import Targets
@@ -138,16 +139,12 @@ class _Replay:
 
 
 def _join_site_cgroup(targets: Targets) -> None:
-    """Reads of an emulated site's disk by path join its blkio throttle, as its jobs do."""
-    cgroup = targets.env.get("INSTORE_BLKIO_CGROUP")
-    if not cgroup or targets.protocol != "posix":
-        return
-    try:
-        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
-            f.write(str(os.getpid()))
-    except OSError as err:
-        raise InstoreError(f"cannot join the site's blkio cgroup {cgroup} ({err.strerror})",
-                           "replay as root on the emulated site's host") from err  # fmt: skip
+    """An emulated site's disk limits apply to the replay's reads too, as to its jobs': the
+    site's blkio cgroup comes in its job environment (``--site``) or, in a sweep's job, in
+    this process's."""
+    cgroup = targets.env.get(CGROUP_ENV) or os.environ.get(CGROUP_ENV)
+    if cgroup:
+        join_site_cgroup(cgroup)
 
 
 def _load_sources(urls: tuple[str, ...]) -> None:
@@ -162,12 +159,17 @@ def _load_sources(urls: tuple[str, ...]) -> None:
         import instore.payload.source.xrootd  # noqa: F401
 
 
-def replay(trace: Trace, targets: Targets, timeout: float = 60.0) -> ReplayRecord:
+def replay(
+    trace: Trace, targets: Targets, timeout: float = 60.0, start_at: float | None = None
+) -> ReplayRecord:
     """Replay ``trace`` closed-loop against ``targets``; the record says what it measured,
-    and, when a request failed, which one and why."""
+    and, when a request failed, which one and why. ``start_at`` (Unix time): start the clock
+    then, with the other replays of a point, once this one is ready."""
     check_targets(trace, targets, timeout)  # forks: before this process loads a client
     _join_site_cgroup(targets)
     _load_sources(targets.urls)
+    ready_at = time.time()
+    lateness = wait_until(start_at)
     think = trace.think()
     state = _Replay(trace, targets, timeout)
     error: str | None = None
@@ -230,5 +232,7 @@ def replay(trace: Trace, targets: Targets, timeout: float = 60.0) -> ReplayRecor
         ),
         error=error,
         stopped_at=stopped_at if error else None,
+        ready_at=ready_at,
+        start_lateness_s=lateness,
         provenance=asdict(Provenance.collect()),
     )

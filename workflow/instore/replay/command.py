@@ -23,6 +23,19 @@ def register(subparsers: Any) -> None:
     )
     rec.add_argument("--out", type=Path, default=None,
                      help="trace directory to write (default: trace-YYYYmmdd-HHMMSS)")  # fmt: skip
+    on = rec.add_argument_group(
+        "on a site",
+        "record against a site's files: the site (an emulated one is brought up "
+        "for the recording) serves each --file, and their URLs are added to the command's end",
+    )
+    on.add_argument("--site", help="a site name or file")
+    on.add_argument("--protocol", default="xrootd",
+                    help="the protocol the job reads over (default: xrootd; only root:// reads "
+                    "are recorded)")  # fmt: skip
+    on.add_argument("--file", dest="files", action="append", type=Path, default=[],
+                    metavar="PATH", help="a file the job reads (repeat for more)")  # fmt: skip
+    on.add_argument("--results", dest="site_results", type=Path, default=Path("results"),
+                    help="results directory with the site's calibration (default: results)")  # fmt: skip
     rec.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG...]")
     rec.set_defaults(func=_record)
 
@@ -39,6 +52,9 @@ def register(subparsers: Any) -> None:
     where.add_argument("--url-map", action="append", metavar="OLD=NEW",
                        help="replace the URL prefix OLD by NEW (a URL or a directory); repeatable")  # fmt: skip
     where.add_argument("--site", help="a site name or file: its URL for each trace file's name")
+    where.add_argument("--target", action="append", metavar="URL",
+                       help="where the trace's files are, in the trace's order (a URL or a path); "
+                       "repeat for each file")  # fmt: skip
     rep.add_argument("--protocol", default=None,
                      help="with --site: posix, fuse, xrootd, xcache or http (default: xrootd)")  # fmt: skip
     rep.add_argument("--results", type=Path, default=Path("results"),
@@ -47,6 +63,11 @@ def register(subparsers: Any) -> None:
     rep.add_argument("--xrdreplay", action="store_true",
                      help="also run Debian's xrdreplay (open loop, root:// only) and record it")  # fmt: skip
     rep.add_argument("--out", type=Path, default=None, help="also write the record (JSON) here")
+    rep.add_argument("--start-at", type=float, default=None, metavar="UNIX_TIME",
+                     help="start the clock then (replays started together, as a sweep's jobs)")  # fmt: skip
+    rep.add_argument("--record-only", action="store_true",
+                     help="print the record as one JSON line and no summary (as `instore read` "
+                     "prints its record; what a sweep's job runs)")  # fmt: skip
     rep.set_defaults(func=_replay)
 
 
@@ -57,7 +78,12 @@ def _record(args: argparse.Namespace) -> int:
     if command[:1] == ["--"]:
         command = command[1:]
     out = args.out or Path(time.strftime("trace-%Y%m%d-%H%M%S"))
-    code, trace_dir = record(command, out)
+    if args.files and not args.site:
+        raise InstoreError("--file names a file a site serves", "give --site S with it")
+    if args.site:
+        code, trace_dir = _record_on_site(args, command, out)
+    else:
+        code, trace_dir = record(command, out)
     meta = json.loads((trace_dir / "trace.json").read_text())
     print(
         f"instore record: {trace_dir}: {meta['operations']} XRootD operations, wall "
@@ -71,9 +97,30 @@ def _record(args: argparse.Namespace) -> int:
     return code
 
 
+def _record_on_site(args: argparse.Namespace, command: list[str], out: Path) -> tuple[int, Path]:
+    """Record ``command`` reading ``--file``s from the site, their URLs appended to it."""
+    from instore.replay.record_cmd import record
+    from instore.site.config import load_site
+    from instore.site.session import using_site
+
+    if not args.files:
+        raise InstoreError("--site needs the files the job reads", "add --file PATH for each")
+    missing = [f for f in args.files if not f.exists()]
+    if missing:
+        raise InstoreError(f"no file {missing[0]}", "generate it first (instore generate)")
+    cfg = load_site(args.site)
+    if args.protocol not in cfg.protocols:
+        raise InstoreError(f"site {cfg.name} does not offer {args.protocol}",
+                           f"record with --protocol one of {', '.join(cfg.protocols)}")  # fmt: skip
+    with using_site(cfg, args.site_results, args.files) as live:
+        urls = [live.url(args.protocol, f.name) for f in args.files]
+        where = {"site": cfg.name, "protocol": args.protocol, "files": [f.name for f in args.files]}
+        return record([*command, *urls], out, where=where)
+
+
 def _replay(args: argparse.Namespace) -> int:
     from instore.replay.closed_loop import replay
-    from instore.replay.targets import by_site, by_url_map
+    from instore.replay.targets import by_site, by_target, by_url_map
     from instore.replay.trace import load_trace
 
     if args.protocol and not args.site:
@@ -82,22 +129,26 @@ def _replay(args: argparse.Namespace) -> int:
     trace = load_trace(args.trace)
     if args.site:
         targets = by_site(trace.files, args.site, args.protocol, args.results)
+    elif args.target:
+        targets = by_target(trace.files, args.target)
     else:
         targets = by_url_map(trace.files, args.url_map)
     if args.xrdreplay:
         from instore.replay.xrdreplay import xrdreplay_binary
 
         xrdreplay_binary(targets)
-    record = replay(trace, targets, args.timeout)
+    record = replay(trace, targets, args.timeout, args.start_at)
     if args.xrdreplay and record.error is None:
         from instore.replay.xrdreplay import run_xrdreplay
 
         record.xrdreplay = run_xrdreplay(trace, targets, max(600.0, 10 * record.wall_s))
-    text = json.dumps(record.as_dict(), indent=1)
+    text = json.dumps(record.as_dict(), indent=None if args.record_only else 1)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text + "\n")
     print(text)
+    if args.record_only:
+        return 1 if record.error else 0
     eff = record.predicted_cpu_efficiency
     print(
         f"instore replay: {record.requests_done}/{record.requests_total} requests, "

@@ -157,9 +157,14 @@ def _wait(pid: int) -> tuple[int, os.struct_rusage, bool]:
             interrupted = True
 
 
-def record(command: list[str], out: Path, drain_timeout_s: float = 10.0) -> tuple[int, Path]:
+def record(
+    command: list[str],
+    out: Path,
+    drain_timeout_s: float = 10.0,
+    where: dict[str, Any] | None = None,
+) -> tuple[int, Path]:
     """Run ``command`` with the recorder on; write the trace to ``out``. Returns the command's
-    exit code and the trace directory."""
+    exit code and the trace directory. ``where``: the site and protocol it read, if known."""
     if not command:
         raise InstoreError("no command to record", "give it after --: instore record -- CMD...")
     if os.environ.get("XRD_PLUGIN"):
@@ -225,6 +230,7 @@ def record(command: list[str], out: Path, drain_timeout_s: float = 10.0) -> tupl
             "lingering_writer": lingering,
         },
         "not_recorded": NOT_RECORDED,
+        "recorded_on": where,
         "provenance": {
             "instore": __version__,
             "root": root_version(),

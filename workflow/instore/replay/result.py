@@ -57,6 +57,8 @@ class ReplayRecord:
     error: str | None = None
     stopped_at: int | None = None  # index of the request that failed
     xrdreplay: dict[str, Any] | None = None
+    ready_at: float | None = None  # Unix time the replay was ready to start (sources loaded)
+    start_lateness_s: float | None = None  # how late it reached --start-at
     provenance: dict[str, Any] = field(default_factory=dict)
     record_version: int = REPLAY_RECORD_VERSION
     kind: str = "replay"

@@ -53,6 +53,16 @@ def by_url_map(files: Sequence[str], maps: Sequence[str]) -> Targets:
     return Targets(tuple(urls))
 
 
+def by_target(files: Sequence[str], urls: Sequence[str]) -> Targets:
+    """The trace's files at these URLs, one per file in the trace's order."""
+    if len(urls) != len(files):
+        raise InstoreError(
+            f"the trace reads {len(files)} file(s) but {len(urls)} --target URL(s) were given",
+            "give one --target per file, in the order `instore replay` lists the trace's files",
+        )
+    return Targets(tuple(urls))
+
+
 def by_site(files: Sequence[str], site: str, protocol: str | None, results: Path) -> Targets:
     """Each file's URL on ``site`` with ``protocol`` (default: xrootd where offered), checked
     for the site's credential first, as a sweep checks it."""

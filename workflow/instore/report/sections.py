@@ -25,6 +25,7 @@ TITLES = {
     "format": "File format: TTree and RNTuple",
     "caching": "Site cache and round-trip time",
     "scale": "File size: NanoAOD-like files from 16 MB to 1 GB",
+    "replay": "Real analyses, recorded once and replayed here",
 }
 
 

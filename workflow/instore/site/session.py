@@ -84,13 +84,15 @@ def site_as_it_is(cfg: SiteConfig, results: Path = DEFAULT_RESULTS) -> LiveSite:
 
 
 @contextlib.contextmanager
-def using_site(cfg: SiteConfig, results: Path = DEFAULT_RESULTS) -> Iterator[LiveSite]:
+def using_site(
+    cfg: SiteConfig, results: Path = DEFAULT_RESULTS, files: Iterable[Path] = ()
+) -> Iterator[LiveSite]:
     """The site if someone holds it up already (it stays up afterwards), else opened for the
-    duration of the block and closed after."""
+    duration of the block, with ``files`` on an emulated site's disk, and closed after."""
     if cfg.emulated and emulated.is_held(cfg.name):
         yield emulated.attach(cfg.name, results)
         return
-    with open_site(cfg, results=results) as live:
+    with open_site(cfg, files=files, results=results) as live:
         yield live
 
 

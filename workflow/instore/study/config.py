@@ -14,7 +14,9 @@ from instore.errors import InstoreError
 if TYPE_CHECKING:
     from instore.site.config import SiteConfig
 
-SECTIONS = ("layout", "cache", "protocols", "readahead", "jobfill", "format", "caching", "scale")
+SECTIONS = (
+    "layout", "cache", "protocols", "readahead", "jobfill", "format", "caching", "scale", "replay",
+)  # fmt: skip
 DEFAULT_FILESET = "default"  # the profile's `files`: the study's own analysis-like schema
 DEFAULT_STUDY = CONFIG_DIR / "study.yaml"
 RUNTIME_ENV = "INSTORE_CONTAINER_RUNTIME"
@@ -37,6 +39,16 @@ class FilesSpec:
 
 
 @dataclass(frozen=True)
+class TraceSpec:
+    """An analysis recorded once (``instore record``) and replayed by the points naming it."""
+
+    analysis: str  # the script, relative to the project
+    fileset: str  # it reads replica 0 of this set
+    layout: str = "ordered"
+    site: str = "lan-ssd"  # recorded there: fast storage, so its gaps are the job's own CPU
+
+
+@dataclass(frozen=True)
 class Study:
     path: Path
     profile: str
@@ -49,6 +61,16 @@ class Study:
     sections: Mapping[str, Mapping[str, list[Any]]] = field(default_factory=dict)
     backoff_s: float = 2.0  # first wait before a retry; doubles with each further attempt
     filesets: Mapping[str, FilesSpec] = field(default_factory=dict)
+    traces: Mapping[str, TraceSpec] = field(default_factory=dict)
+
+    def trace(self, name: str) -> TraceSpec:
+        try:
+            return self.traces[name]
+        except KeyError:
+            raise InstoreError(
+                f"{self.path}: no trace named {name!r} in profile {self.profile}",
+                f"add it under traces:, or use one of: {', '.join(self.traces) or '(none defined)'}",
+            ) from None
 
     def fileset(self, name: str | None) -> FilesSpec:
         """The files a point reads: a named set, or the profile's own (None or "default")."""
@@ -78,6 +100,7 @@ class Study:
         for grid in self.sections.values():
             if fileset in grid.get("fileset", [DEFAULT_FILESET]):
                 used.update(grid.get("layout", ["ordered"]))
+        used.update(t.layout for t in self.traces.values() if t.fileset == fileset)
         return used
 
     def repetitions_of(self, fileset: str | None) -> int:
@@ -98,6 +121,7 @@ def load_study(path: Path = DEFAULT_STUDY, overrides: Mapping[str, Any] | None =
         )
     prof = data["profiles"][name]
     _check_filesets(path, name, prof)
+    _check_traces(path, name, prof)
     return Study(
         path=path,
         profile=name,
@@ -110,6 +134,7 @@ def load_study(path: Path = DEFAULT_STUDY, overrides: Mapping[str, Any] | None =
         backoff_s=float(prof.get("backoff_s", 2.0)),
         sections=prof["sections"],
         filesets={name: FilesSpec(**spec) for name, spec in prof.get("filesets", {}).items()},
+        traces={name: TraceSpec(**spec) for name, spec in prof.get("traces", {}).items()},
     )
 
 
@@ -122,6 +147,27 @@ def _check_filesets(path: Path, profile: str, prof: Mapping[str, Any]) -> None:
                 raise InstoreError(
                     f"{path}: profile {profile}, section {section}: no file set named {name!r}",
                     f"define it under the profile's filesets:, or use one of: {', '.join(known)}",
+                )
+
+
+def _check_traces(path: Path, profile: str, prof: Mapping[str, Any]) -> None:
+    """Every trace reads a file set the profile defines; every `trace` a section names is one
+    the profile records."""
+    known = [DEFAULT_FILESET, *prof.get("filesets", {})]
+    traces = prof.get("traces", {})
+    for name, spec in traces.items():
+        if spec["fileset"] not in known:
+            raise InstoreError(
+                f"{path}: profile {profile}, trace {name}: no file set named {spec['fileset']!r}",
+                f"define it under the profile's filesets:, or use one of: {', '.join(known)}",
+            )
+    for section, grid in prof["sections"].items():
+        for name in grid.get("trace", []):
+            if name not in traces:
+                raise InstoreError(
+                    f"{path}: profile {profile}, section {section}: no trace named {name!r}",
+                    f"define it under the profile's traces:, or use one of: "
+                    f"{', '.join(traces) or '(none defined)'}",
                 )
 
 

@@ -35,6 +35,7 @@ class Point:
     rtt_ms: float | None = None  # emulated link's round trip; None: the site's own
     bandwidth_mbit: float | None = None  # emulated link's rate; None: the site's own
     fileset: str | None = None  # the files read: a named set of the profile; None: its `files`
+    trace: str | None = None  # a recorded analysis, replayed (engine replay) on its file set
     repetition: int = 0
 
     @property
@@ -100,7 +101,7 @@ KNOBS: tuple[str, ...] = tuple(f.name for f in fields(Point) if f.name not in NO
 _DEFAULT = Point(section="")
 # Knobs added after results were recorded: they enter a point's key only when set, so the keys
 # (and the records) of points that do not use them stay what they were.
-KEYED_IF_SET = ("cache_state", "rtt_ms", "bandwidth_mbit", "fileset")
+KEYED_IF_SET = ("cache_state", "rtt_ms", "bandwidth_mbit", "fileset", "trace")
 CONDITION_AXES = ("rtt_ms", "bandwidth_mbit")  # the RTT, the costlier to retune, outermost
 _CONDITION_ORDER = {a: i for i, a in enumerate(CONDITION_AXES)}
 # A section's grid may name the sites it runs on; that is not an axis.
@@ -113,11 +114,16 @@ def axis_value(axis: str, value: Any) -> Any:
     return None if axis in ("cache_mb", "fileset") and value == "default" else value
 
 
-def _applicable(point: Point) -> Point:
+def _applicable(point: Point, study: Study) -> Point:
     """The point with knobs that do not apply to it unset: a cache state means nothing to a
-    job that does not read through the cache, so such points collapse into one."""
+    job that does not read through the cache, so such points collapse into one. A replay
+    point reads what its trace read: the trace's file set and layout, with the replayer."""
     if point.protocol != "xcache" and point.cache_state is not None:
-        return replace(point, cache_state=None)
+        point = replace(point, cache_state=None)
+    if point.trace is not None:
+        spec = study.trace(point.trace)
+        fileset = axis_value("fileset", spec.fileset)
+        point = replace(point, engine="replay", fileset=fileset, layout=spec.layout)
     return point
 
 
@@ -143,7 +149,7 @@ def expand(study: Study, section: str) -> list[Point]:
         unknown = set(values) - names
         if unknown:  # the schema forbids this; a guard for grids built in code
             raise ValueError(f"unknown grid axes {sorted(unknown)}")
-        base = _applicable(Point(section=section, **values))
+        base = _applicable(Point(section=section, **values), study)
         if base in seen:
             continue
         seen.add(base)

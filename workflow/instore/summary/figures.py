@@ -24,6 +24,8 @@ FIGURES: dict[str, tuple[str, str]] = {
     "scale_effects": ("scale", "fig-scale-effects"),
     "scale_table": ("scale", "fig-scale-table"),
     "scale_points": ("scale", "fig-scale-points"),
+    "replay_efficiency": ("replay", "fig-replay-efficiency"),
+    "replay_table": ("replay", "fig-replay-table"),
     "compare": ("compare", "fig-compare"),
 }
 

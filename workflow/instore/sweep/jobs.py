@@ -81,15 +81,51 @@ def run_job(job: Job, start_at: float) -> JobOutcome:
     return JobOutcome(record, container, fate)
 
 
+# The replayer runs in the warm payload that holds no ROOT: it reads root:// with PyPI xrootd,
+# whose client cannot share a process with ROOT's.
+REPLAY_PAYLOAD = "uproot"
+
+
+def payload_engine(point: Point) -> str:
+    """Which warm payload forks the point's jobs (one per engine on each worker)."""
+    return REPLAY_PAYLOAD if point.trace is not None else point.engine
+
+
+def traces_dir(data: Path) -> Path:
+    """Where the study's recorded traces are: beside the files they read, which every job
+    sees (the data directory is bound into the payload's container)."""
+    return data / "traces"
+
+
 def job_argv(
-    point: Point, url: str, tree: str, scratch: Path, start_at: float | None = None
+    point: Point,
+    url: str,
+    tree: str,
+    scratch: Path,
+    start_at: float | None = None,
+    data: Path | None = None,
 ) -> tuple[str, ...]:
+    if point.trace is not None:
+        if data is None:
+            raise ValueError("a replay point's job needs the data directory (its trace)")
+        return replay_argv(point, url, traces_dir(data) / point.trace, start_at)
     argv = ["instore", "read", url, "--tree", tree, *point.read_args()]
     if start_at is not None:
         argv += ["--start-at", f"{start_at:.3f}"]
     if point.protocol == "stage-in":
         tool = "cp" if is_local(url) else "xrdcp"  # xroot://, davs://... go to xrdcp too
         argv += ["--stage-in", tool, "--scratch", str(scratch)]
+    return tuple(argv)
+
+
+def replay_argv(
+    point: Point, url: str, trace: Path, start_at: float | None = None
+) -> tuple[str, ...]:
+    """`instore replay` of the point's trace against the file at ``url``: one run record
+    (``--record-only``) on stdout, as `instore read` prints one."""
+    argv = ["instore", "replay", str(trace), "--target", url, "--record-only"]
+    if start_at is not None:
+        argv += ["--start-at", f"{start_at:.3f}"]
     return tuple(argv)
 
 

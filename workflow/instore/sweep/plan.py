@@ -10,6 +10,7 @@ from pathlib import Path
 from instore.errors import InstoreError
 from instore.generate.layouts import RNTUPLE_LAYOUTS
 from instore.payload import engine_rntuple
+from instore.replay.targets import IN_PLACE
 from instore.rootenv import http_auth_problem
 from instore.site import SiteConfig
 from instore.site import dataset as datasets
@@ -17,6 +18,7 @@ from instore.site.dataset import Dataset
 from instore.study import Point, Study, expand
 from instore.study.files import replica_name
 from instore.study.grid import FORMAT_SECTION, axis_value, section_sites
+from instore.sweep.jobs import traces_dir
 from instore.sweep.options import SweepOptions
 from instore.sweep.store import RecordStore
 
@@ -67,6 +69,7 @@ def plan(opts: SweepOptions, site: SiteConfig) -> Plan:
                 result.todo.append((point, key))
                 needed.update(() if dataset else files_for(point, study))
     result.files = [opts.data / name for name in sorted(needed)]
+    _require_traces(opts, {p.trace for p, _ in result.todo if p.trace is not None})
     missing = [p for p in result.files if not p.exists()]
     if missing:
         raise InstoreError(
@@ -74,6 +77,21 @@ def plan(opts: SweepOptions, site: SiteConfig) -> Plan:
             _generate_hint(study, missing[0], opts.data),
         )
     return result
+
+
+def _require_traces(opts: SweepOptions, names: set[str]) -> None:
+    """Every trace the points replay was recorded (make study records them first)."""
+    for name in sorted(names):
+        spec, trace = opts.study.trace(name), traces_dir(opts.data) / name
+        if not (trace / "trace.json").is_file():
+            fileset = axis_value("fileset", spec.fileset) or ""
+            file = opts.data / replica_name(spec.layout, 0, fileset)
+            raise InstoreError(
+                f"trace {name} was not recorded: no {trace / 'trace.json'}",
+                f"record it: instore record --site {spec.site} --file {file} --out {trace} "
+                f"-- python {spec.analysis} --tree {opts.study.tree_of(fileset or None)} "
+                "(or `make study`, which records every trace)",
+            )
 
 
 def _generate_hint(study: Study, missing: Path, data: Path) -> str:
@@ -131,7 +149,10 @@ def grid_skip_reason(study: Study, point: Point) -> str | None:
 
 def engine_skip_reason(point: Point) -> str | None:
     """Why the point's engine cannot read its file over its protocol here (None: it can): the
-    root engine reads no RNTuple over http through XrdClHttp (RNTuple has no HTTP of its own)."""
+    root engine reads no RNTuple over http through XrdClHttp (RNTuple has no HTTP of its own);
+    a replay reads in place, so it has no stage-in."""
+    if point.engine == "replay" and point.protocol not in IN_PLACE:
+        return f"a replay reads in place; {point.protocol} copies the file first"
     if point.engine == "root" and point.protocol == "http" and point.layout in RNTUPLE_LAYOUTS:
         return engine_rntuple.http_problem()
     return None

@@ -25,7 +25,7 @@ from instore.site import LiveSite, SiteConfig, load_site, open_site
 from instore.site.dataset import Dataset
 from instore.study import Point
 from instore.sweep.cluster import cluster_client
-from instore.sweep.jobs import Job, access_for, in_container, job_argv, run_job
+from instore.sweep.jobs import Job, access_for, in_container, job_argv, payload_engine, run_job
 from instore.sweep.options import SweepOptions, SweepSummary
 from instore.sweep.plan import Plan, cluster_skip_reason, files_for, plan, tree_for
 from instore.sweep.store import RecordStore
@@ -81,7 +81,9 @@ def _sweep(
             access = sweep_access(opts, live, target, [p for p, _ in todo], dataset)
             try:
                 if opts.launch == "fork":
-                    engines = sorted({p.engine for p, _ in todo} | {"root"})  # root: warm-up job
+                    engines = sorted(
+                        {payload_engine(p) for p, _ in todo} | {"root"}
+                    )  # root: warm-up job
                     _start_warm(client, workers, target, access, engines)
                     clock.lap("warm payloads ready")
                 run = SweepRun(
@@ -273,7 +275,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
             point_key=key,
             index=j,
             node=j // point.fill,
-            argv=job_argv(point, url, tree, opts.scratch, measure_at),
+            argv=job_argv(point, url, tree, opts.scratch, measure_at, opts.data),
             target=run.target,
             access=run.access,
             startup_s=run.startup,
@@ -281,7 +283,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
             retries=opts.study.retries,
             backoff_s=opts.study.backoff_s,
             launch=opts.launch,
-            engine=point.engine,
+            engine=payload_engine(point),
         )
         for j, url in enumerate(urls)
     ]

@@ -19,7 +19,9 @@ import pandas as pd
 from instore.errors import InstoreError
 
 # Nested parts of a record, kept as JSON strings in the tables.
-NESTED = ("read_size_hist", "counters", "provenance", "conditions")
+# (A replay's record adds the recording's figures, its command and URLs.)
+NESTED = ("read_size_hist", "counters", "provenance", "conditions", "recorded", "skipped_recorded",
+          "xrdreplay", "command", "urls")  # fmt: skip
 
 
 class RecordStore:

@@ -1,0 +1,87 @@
+"""The replay section in the study: a `trace` axis names recorded analyses; its points read
+the trace's file set and layout with the replayer, each job runs `instore replay` against the
+point's URL, stage-in (which copies the file first) is skipped with its reason, and a trace
+that was never recorded stops the sweep with the command that records it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from instore.errors import InstoreError
+from instore.study import load_study
+from instore.study.grid import expand
+from instore.sweep import plan as sweep_plan
+from instore.sweep.jobs import job_argv, payload_engine
+from instore.sweep.options import SweepOptions
+
+from tests.conftest import write_real_site
+
+
+def _study(tmp_path: Path, **changes: object) -> Path:
+    profile = {
+        "sites": ["local"],
+        "files": {"size_mb": 1, "replicas": 1, "seed": 1},
+        "filesets": {"nano": {"like": "cms-nanoaod", "size_mb": 4, "replicas": 1}},
+        "traces": {"rdf": {"analysis": "analyses/agc_ttbar_rdf.py", "fileset": "nano"}},
+        "sections": {"replay": {"trace": ["rdf"], "protocol": ["posix", "stage-in"]}},
+    }
+    profile.update(changes)
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump({"profile": "t", "profiles": {"t": profile}}))
+    return path
+
+
+def test_replay_points_read_the_traces_file_set_with_the_replayer(tmp_path: Path) -> None:
+    study = load_study(_study(tmp_path))
+    points = expand(study, "replay")
+    assert [(p.trace, p.fileset, p.layout, p.engine) for p in points] == [
+        ("rdf", "nano", "ordered", "replay")
+    ] * 2
+    assert study.layouts_of("nano") == {"ordered"}
+    argv = job_argv(points[0], "root://h:1094//data/nano-ordered-r0.root", "Events",
+                    tmp_path, start_at=12.5, data=tmp_path / "files")  # fmt: skip
+    assert argv == ("instore", "replay", str(tmp_path / "files" / "traces" / "rdf"),
+                    "--target", "root://h:1094//data/nano-ordered-r0.root", "--record-only",
+                    "--start-at", "12.500")  # fmt: skip
+    # ROOT's XRootD client and PyPI xrootd's cannot share a process: the replayer (PyPI
+    # xrootd) is forked by the warm payload that holds no ROOT
+    assert payload_engine(points[0]) == "uproot"
+
+
+def test_a_trace_naming_an_unknown_file_set_or_section_trace_is_one_line(tmp_path: Path) -> None:
+    bad_set = {"rdf": {"analysis": "a.py", "fileset": "nano9"}}
+    with pytest.raises(InstoreError, match="trace rdf: no file set named 'nano9'"):
+        load_study(_study(tmp_path, traces=bad_set))
+    bad_section = {"replay": {"trace": ["uproot"]}}
+    with pytest.raises(InstoreError, match="section replay: no trace named 'uproot'.*rdf"):
+        load_study(_study(tmp_path, sections=bad_section))
+
+
+def _opts(tmp_path: Path, data: Path) -> SweepOptions:
+    endpoints = {"posix": f"{data}/{{file}}", "stage-in": "root://localhost:1094//d/{file}"}
+    site = write_real_site(tmp_path / "local.yaml", endpoints)
+    return SweepOptions(study=load_study(_study(tmp_path)), site=str(site), sections=["replay"],
+                        data=data, results=tmp_path / "results", progress=False)  # fmt: skip
+
+
+def test_stage_in_is_skipped_and_a_missing_trace_names_the_recording(tmp_path: Path) -> None:
+    data = tmp_path / "files"
+    data.mkdir()
+    (data / "nano-ordered-r0.root").write_bytes(b"")
+    opts = _opts(tmp_path, data)
+    from instore.site import load_site
+
+    site = load_site(opts.site)
+    with pytest.raises(InstoreError) as err:
+        sweep_plan.plan(opts, site)
+    message = str(err.value)
+    assert "trace rdf was not recorded" in message
+    assert f"instore record --site lan-ssd --file {data}/nano-ordered-r0.root" in message
+    assert "-- python analyses/agc_ttbar_rdf.py --tree Events" in message
+    (data / "traces" / "rdf").mkdir(parents=True)
+    (data / "traces" / "rdf" / "trace.json").write_text("{}")
+    planned = sweep_plan.plan(opts, site)
+    assert [p.protocol for p, _ in planned.todo] == ["posix"]
+    assert planned.skipped == {"a replay reads in place; stage-in copies the file first": 1}
