@@ -55,7 +55,7 @@ def test_a_trace_naming_an_unknown_file_set_or_section_trace_is_one_line(tmp_pat
     with pytest.raises(InstoreError, match="trace rdf: no file set named 'nano9'"):
         load_study(_study(tmp_path, traces=bad_set))
     bad_section = {"replay": {"trace": ["uproot"]}}
-    with pytest.raises(InstoreError, match="section replay: no trace named 'uproot'.*rdf"):
+    with pytest.raises(InstoreError, match=r"section replay: no trace named 'uproot'.*rdf"):
         load_study(_study(tmp_path, sections=bad_section))
 
 
