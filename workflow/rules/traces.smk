@@ -12,6 +12,11 @@ def trace_spec(wildcards):
     return STUDY.trace(wildcards.trace)
 
 
+def trace_analysis(wildcards):
+    """The analysis script: a path relative to the project, or absolute."""
+    return str(Path(workflow.basedir) / trace_spec(wildcards).analysis)
+
+
 def trace_input_file(wildcards):
     spec = trace_spec(wildcards)
     fileset = "" if spec.fileset == DEFAULT_FILESET else spec.fileset
@@ -32,7 +37,7 @@ def trace_inputs(wildcards):
 
 rule record_trace:
     input:
-        analysis=lambda w: trace_spec(w).analysis,
+        analysis=trace_analysis,
         file=trace_input_file,
         site=lambda w: str(site_path(trace_spec(w).site)),
         # the site's link and disk as calibrated: a recording never overlaps a calibration
