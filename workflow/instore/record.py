@@ -236,6 +236,8 @@ class PointInfo:
     rtt_ms_measured: float | None = None  # the emulated link's RTT, measured when it was set
     bandwidth_mbit_applied: float | None = None  # the emulated link's tbf rate for the point
     disk_reads: int | None = None  # read requests the site's disk completed during the point
+    # CPU, disk, and link usage over the point (site.usage.usage_between), flat in the row
+    usage: dict[str, float | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -253,11 +255,14 @@ def row(
 ) -> dict[str, Any]:
     """One record as the log and the tables hold it: every part's fields, flat. The point's
     fields (``dataclasses.asdict(Point)``) come last, so its knobs are what the row says."""
+    info = asdict(point)
+    usage = info.pop("usage")
     return {
         **job.payload,
         **asdict(job.container),
         **asdict(job.fate),
-        **asdict(point),
+        **info,
+        **usage,
         **asdict(site),
         **point_fields,
     }

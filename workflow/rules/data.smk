@@ -54,3 +54,23 @@ rule generate_fileset_file:
         " --layouts {wildcards.layout} --replica {wildcards.replica}"
         " --size-mb {params.spec[size_mb]} --seed {params.spec[seed]}"
         " --cluster-mb {params.spec[cluster_mb]} --out {params.out:q} > {log} 2>&1"
+
+
+# A set whose replicas are identical (`identical: true`): replica 0 is generated, the others
+# are byte copies of it, so concurrent replays of one trace each read a file of their own.
+IDENTICAL_SETS = [name for name, spec in STUDY.filesets.items() if spec.identical]
+
+ruleorder: copy_fileset_replica > generate_fileset_file
+
+
+rule copy_fileset_replica:
+    input:
+        f"{DATA}/{{fileset}}-{{layout}}-r0.root",
+    output:
+        f"{DATA}/{{fileset}}-{{layout}}-r{{replica}}.root",
+    wildcard_constraints:
+        fileset="|".join(IDENTICAL_SETS) or "(?!)",
+        layout="|".join(KNOWN_LAYOUTS),
+        replica=r"[1-9]\d*",
+    shell:
+        "cp {input:q} {output:q}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import resource
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
@@ -159,6 +160,12 @@ def _load_sources(urls: tuple[str, ...]) -> None:
         import instore.payload.source.xrootd  # noqa: F401
 
 
+def _own_cpu() -> float:
+    """This process's user+system CPU seconds, its client library's threads included."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def replay(
     trace: Trace, targets: Targets, timeout: float = 60.0, start_at: float | None = None
 ) -> ReplayRecord:
@@ -175,6 +182,7 @@ def replay(
     error: str | None = None
     stopped_at: int | None = 0
     start_time = utc_now()
+    cpu0 = _own_cpu()
     t0 = time.perf_counter()
     try:
         state.pause(think.lead_s)
@@ -194,6 +202,7 @@ def replay(
     finally:
         state.close_all()
     wall = time.perf_counter() - t0
+    client_cpu = _own_cpu() - cpu0
     recorded = trace.summary()
     cpu = recorded.get("cpu_s")
     complete = error is None
@@ -232,6 +241,7 @@ def replay(
         ),
         error=error,
         stopped_at=stopped_at if error else None,
+        client_cpu_s=client_cpu,
         ready_at=ready_at,
         start_lateness_s=lateness,
         provenance=asdict(Provenance.collect()),

@@ -57,6 +57,9 @@ class ReplayRecord:
     error: str | None = None
     stopped_at: int | None = None  # index of the request that failed
     xrdreplay: dict[str, Any] | None = None
+    # The replayer's own CPU over the replay (its XRootD client's threads included): what one
+    # replay client costs the machine it runs on
+    client_cpu_s: float | None = None
     ready_at: float | None = None  # Unix time the replay was ready to start (sources loaded)
     start_lateness_s: float | None = None  # how late it reached --start-at
     provenance: dict[str, Any] = field(default_factory=dict)

@@ -26,6 +26,8 @@ TITLES = {
     "caching": "Site cache and round-trip time",
     "scale": "File size: NanoAOD-like files from 16 MB to 1 GB",
     "replay": "Real analyses, recorded once and replayed here",
+    "load": "Many clients at once: which resource gives out first",
+    "scheduler": "The disk's I/O scheduler under load",
 }
 
 

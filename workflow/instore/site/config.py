@@ -48,6 +48,7 @@ class Disk:
     size_mb: int = 1024
     filesystem: str = "ext4"
     readahead_kb: int = 128
+    io_scheduler: str = "none"  # the loop device's default here; mq-deadline, bfq, kyber
     read_iops: int | None = None
     read_mbps: float | None = None
 
@@ -126,6 +127,7 @@ class SiteConfig:
         block_readahead_kb: int | None,
         conditions: bool = False,
         cache_state: str | None = None,
+        io_scheduler: str | None = None,
     ) -> str | None:
         """Why this site cannot run a point with these knobs (None: it can). ``conditions``:
         the point sets its own RTT or bandwidth."""
@@ -133,6 +135,8 @@ class SiteConfig:
             return f"site offers no {protocol}"
         if block_readahead_kb is not None and not self.emulated:
             return "block readahead is only set on emulated disks"
+        if io_scheduler is not None and not self.emulated:
+            return "the I/O scheduler is only set on emulated disks"
         if conditions and not self.emulated:
             return "RTT and bandwidth are only set on emulated links"
         if cache_state is not None and not (self.emulated and self.cache):

@@ -16,6 +16,7 @@ from instore.calibration import read_calibration
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig
 from instore.site.endpoints import check_all
+from instore.site.usage import Counters, read_counters
 
 # Where results go unless a caller says otherwise: `results/` of the current directory, as
 # `instore sweep --results` (so `snakemake --directory` moves them too).
@@ -94,6 +95,22 @@ class LiveSite(ABC):
         """Read requests the site's disk has completed so far, where they can be counted (None:
         a real site's disks). A point's difference against the disk's IOPS limit says whether
         the disk's request rate, not its bandwidth, bounded the point."""
+        return None
+
+    def set_io_scheduler(self, name: str | None) -> None:
+        """Set the storage disk's I/O scheduler for the next point (None: the site's own);
+        only an emulated disk's is ours to set (the plan skips such points elsewhere)."""
+        if name is not None:
+            raise InstoreError(f"site {self.config.name}: the I/O scheduler is only set on "
+                               "emulated disks", "drop io_scheduler from its sections")  # fmt: skip
+
+    def counters(self) -> Counters:
+        """Cumulative usage counters now (``site.usage``): on a real site, the worker's CPU
+        only; an emulated site adds its server's, its disk's and its link's."""
+        return read_counters()
+
+    def bandwidth_mbit(self) -> float | None:
+        """The link's rate now, where it is ours to know (None: a real site's network)."""
         return None
 
     def link_bytes(self) -> int | None:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 SECTIONS = (
     "layout", "cache", "protocols", "readahead", "jobfill", "format", "caching", "scale", "replay",
+    "load", "scheduler",
 )  # fmt: skip
 DEFAULT_FILESET = "default"  # the profile's `files`: the study's own analysis-like schema
 DEFAULT_STUDY = CONFIG_DIR / "study.yaml"
@@ -31,6 +32,9 @@ class FilesSpec:
     cluster_mb: float = 8.0
     like: str | None = None  # a template: the set's schema is a real file's (filesets only)
     repetitions: int | None = None  # None: the profile's
+    # Replicas as byte copies of replica 0: distinct files on the disk with the same offsets,
+    # so many clients replaying one trace each read a file of their own (filesets only)
+    identical: bool | None = None
 
     def key(self) -> dict[str, Any]:
         """What identifies the files in a point's key (fields left unset stay out, so the

@@ -36,6 +36,7 @@ class Point:
     bandwidth_mbit: float | None = None  # emulated link's rate; None: the site's own
     fileset: str | None = None  # the files read: a named set of the profile; None: its `files`
     trace: str | None = None  # a recorded analysis, replayed (engine replay) on its file set
+    io_scheduler: str | None = None  # emulated disk's I/O scheduler; None: the site's own
     repetition: int = 0
 
     @property
@@ -101,7 +102,7 @@ KNOBS: tuple[str, ...] = tuple(f.name for f in fields(Point) if f.name not in NO
 _DEFAULT = Point(section="")
 # Knobs added after results were recorded: they enter a point's key only when set, so the keys
 # (and the records) of points that do not use them stay what they were.
-KEYED_IF_SET = ("cache_state", "rtt_ms", "bandwidth_mbit", "fileset", "trace")
+KEYED_IF_SET = ("cache_state", "rtt_ms", "bandwidth_mbit", "fileset", "trace", "io_scheduler")
 CONDITION_AXES = ("rtt_ms", "bandwidth_mbit")  # the RTT, the costlier to retune, outermost
 _CONDITION_ORDER = {a: i for i, a in enumerate(CONDITION_AXES)}
 # A section's grid may name the sites it runs on; that is not an axis.

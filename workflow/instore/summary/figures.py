@@ -26,6 +26,14 @@ FIGURES: dict[str, tuple[str, str]] = {
     "scale_points": ("scale", "fig-scale-points"),
     "replay_efficiency": ("replay", "fig-replay-efficiency"),
     "replay_table": ("replay", "fig-replay-table"),
+    "load_curves": ("load", "fig-load-curves"),
+    "load_saturation": ("load", "fig-load-saturation"),
+    "load_capacity": ("load", "fig-load-capacity"),
+    "load_table": ("load", "fig-load-table"),
+    "scheduler_curves": ("scheduler", "fig-scheduler-curves"),
+    "scheduler_saturation": ("scheduler", "fig-scheduler-saturation"),
+    "scheduler_capacity": ("scheduler", "fig-scheduler-capacity"),
+    "scheduler_table": ("scheduler", "fig-scheduler-table"),
     "compare": ("compare", "fig-compare"),
 }
 

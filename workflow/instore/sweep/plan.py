@@ -128,7 +128,11 @@ def section_skip_reason(study: Study, point: Point, site: str) -> str | None:
 def site_skip_reason(point: Point, site: SiteConfig) -> str | None:
     """Why the site's file alone rules a point out (None: it can run there)."""
     reason = site.rules_out(
-        point.protocol, point.block_readahead_kb, point.sets_conditions, point.cache_state
+        point.protocol,
+        point.block_readahead_kb,
+        point.sets_conditions,
+        point.cache_state,
+        point.io_scheduler,
     )
     if reason is None and point.engine == "root" and point.protocol == "http":
         reason = http_auth_problem(site.auth)  # the root engine's HTTP client lacks the auth

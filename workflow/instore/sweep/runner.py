@@ -23,6 +23,7 @@ from instore.container.runtime import Runtime, Target
 from instore.record import JobOutcome, PointInfo, SiteInfo, row, utc_now
 from instore.site import LiveSite, SiteConfig, load_site, open_site
 from instore.site.dataset import Dataset
+from instore.site.usage import usage_between
 from instore.study import Point
 from instore.sweep.cluster import cluster_client
 from instore.sweep.jobs import Job, access_for, in_container, job_argv, payload_engine, run_job
@@ -260,6 +261,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
     its jobs started together; one row per job."""
     opts, live = run.opts, run.live
     live.set_block_readahead(point.block_readahead_kb)
+    live.set_io_scheduler(point.io_scheduler)
     conditions = live.set_conditions(point.rtt_ms, point.bandwidth_mbit)
     files = files_for(point, opts.study, run.dataset)
     tree = tree_for(point, opts.study, run.dataset)
@@ -288,6 +290,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
         for j, url in enumerate(urls)
     ]
     measured_at = utc_now()
+    counters_before = live.counters()
     futures = [
         run.client.submit(
             run_job,
@@ -300,6 +303,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
         for job in jobs
     ]
     outcomes: list[JobOutcome] = run.client.gather(futures)
+    usage = usage_between(counters_before, live.counters(), live.bandwidth_mbit())
     disk_after, link_after = live.disk_bytes_read(), live.link_bytes()
     reads_after = live.disk_reads()
     info = PointInfo(
@@ -312,6 +316,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
         rtt_ms_measured=conditions.get("rtt_ms_measured"),
         bandwidth_mbit_applied=conditions.get("bandwidth_mbit_applied"),
         disk_reads=None if None in (reads_before, reads_after) else reads_after - reads_before,
+        usage=usage,
     )
     fields = dataclasses.asdict(point)
     return [row(outcome, info, run.site, fields) for outcome in outcomes]

@@ -56,6 +56,22 @@ def set_readahead(dev: str, kb: int) -> None:
     run(["blockdev", "--setra", str(kb * 2), dev])
 
 
+def set_scheduler(dev: str, name: str) -> None:
+    """The device's I/O scheduler (the loop devices here offer none, mq-deadline, kyber and
+    bfq); a name the kernel does not offer is one line naming those it does."""
+    path = Path(f"/sys/block/{Path(dev).name}/queue/scheduler")
+    offered = path.read_text().replace("[", "").replace("]", "").split()
+    if name not in offered:
+        raise InstoreError(f"{dev} offers no I/O scheduler {name!r}",
+                           f"choose one of {', '.join(offered)}")  # fmt: skip
+    path.write_text(name)
+
+
+def scheduler(dev: str) -> str:
+    text = Path(f"/sys/block/{Path(dev).name}/queue/scheduler").read_text()
+    return text[text.index("[") + 1 : text.index("]")]
+
+
 def readahead_kb(dev: str) -> int:
     return int(run(["blockdev", "--getra", dev]).stdout.strip()) // 2
 

@@ -21,6 +21,8 @@ from instore.site.emulated.names import HTTP_PORT, PREFIX, WORK_ROOT, XROOTD_POR
 from instore.site.emulated.state import SiteState, recorded_sites
 from instore.site.emulated.system import reap, require_root, run, running, stop_pid
 from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
+from instore.site.usage import Counters, read_counters
+from instore.site.usage import qdisc_drops as shaping_drops
 
 # Bring-up refuses a site whose RTT is far off; the integration tests hold it to 20% (or 0.15 ms
 # of host jitter for sub-millisecond RTTs). The achieved RTT is recorded in the conditions.
@@ -66,11 +68,31 @@ class EmulatedLive(LiveSite):
         disk.set_readahead(self.state.data["loop"], kb)
         self.state.record("readahead_kb", kb)
 
+    def set_io_scheduler(self, name: str | None) -> None:
+        """The loop device's scheduler (none, mq-deadline, bfq, kyber); None: the site's."""
+        assert self.config.disk
+        name = name or self.config.disk.io_scheduler
+        disk.set_scheduler(self.state.data["loop"], name)
+        self.state.record("io_scheduler", name)
+
     def disk_bytes_read(self) -> int | None:
         return disk.bytes_read(self.state.data["loop"])
 
     def disk_reads(self) -> int | None:
         return disk.reads_done(self.state.data["loop"])
+
+    def counters(self) -> Counters:
+        """The host's CPU, the site's own processes' (server, cache, link delayer, FUSE), its
+        disk's counters and its link's bytes and qdisc drops (both ends)."""
+        drops = [shaping_drops(self.names.veth_worker),
+                 shaping_drops(self.names.veth_storage, self.names.netns)]  # fmt: skip
+        link = (self.link_bytes(), None if None in drops else sum(drops))  # type: ignore[arg-type]
+        return read_counters(self.state.pids(), self.state.data["loop"], link)
+
+    def bandwidth_mbit(self) -> float | None:
+        if self.config.network is None:
+            return None
+        return float(self.state.data.get("bandwidth_mbit", self.config.network.bandwidth_mbit))
 
     def link_bytes(self) -> int | None:
         """Bytes the worker side received over the link (IP packets, headers included)."""

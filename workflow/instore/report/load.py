@@ -1,0 +1,200 @@
+"""The load and scheduler sections: many replay clients at once, and what gave out first.
+
+Each point is N replays of one recorded analysis started together on one node. From its rows:
+aggregate throughput (all clients' bytes over the longest client's wall), the clients' predicted
+CPU efficiency, open and read latencies, failures; from the counters read around the point
+(site.usage): the host's CPU, the XRootD server's and the link emulator's shares of it, the
+disk's requests and MB/s against its limits, and the link's use of its rate. A resource counts
+as saturated at 80% of its limit; the one nearest its limit at a point is named.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from instore.report import show
+from instore.report.plots import panels
+from instore.report.sections import _has
+from instore.report.view import SiteView
+
+SATURATED = 0.8  # a resource at 80% of its limit or more counts as saturated
+EFFICIENT = 0.8  # the CPU efficiency a site admin wants jobs at
+SETUP = ["trace", "protocol", "io_scheduler"]
+# resource -> how its utilisation is read from a point's first row and the site's limits
+RESOURCES = ("host CPU", "XRootD server CPU", "link emulator CPU", "disk IOPS",
+             "disk bandwidth", "I/O stall", "link")  # fmt: skip
+# Rates the counters give over the whole point (launch included), rescaled to the span the
+# replays ran (their reads happen only then); CPU shares stay over the whole point, since
+# launching the clients costs CPU too.
+ACTIVE_RATES = ("disk_iops", "disk_mb_per_s", "link_utilisation", "io_stall")
+
+
+def _limits(rows: pd.DataFrame) -> dict[str, float | None]:
+    """The emulated disk's IOPS and MB/s limits, from the conditions the sweep recorded."""
+    cond = rows["conditions"].dropna()
+    disk = json.loads(cond.iloc[-1]).get("emulation", {}).get("disk", {}) if len(cond) else {}
+    return {"read_iops": disk.get("read_iops"), "read_mbps": disk.get("read_mbps")}
+
+
+def utilisation(point: pd.Series, limits: dict[str, Any]) -> dict[str, float]:
+    """Each resource's use at one point, as a fraction of what it can give (NaN: not seen)."""
+
+    def ratio(value: Any, limit: Any) -> float:
+        return float(value) / float(limit) if pd.notna(value) and limit else np.nan
+
+    return {
+        "host CPU": float(point.get("host_cpu_busy", np.nan)),
+        "XRootD server CPU": float(point.get("xrootd_cpu_share", np.nan)),
+        "link emulator CPU": float(point.get("delay_cpu_share", np.nan)),
+        "disk IOPS": ratio(point.get("disk_iops"), limits["read_iops"]),
+        "disk bandwidth": ratio(point.get("disk_mb_per_s"), limits["read_mbps"]),
+        "I/O stall": float(point.get("io_stall", np.nan)),
+        "link": float(point.get("link_utilisation", np.nan)),
+    }
+
+
+def active_span(group: pd.DataFrame) -> float:
+    """From the first replay's start to the last one's end (seconds)."""
+    start = pd.to_datetime(group["start_time"], utc=True)
+    end = start + pd.to_timedelta(group["wall_s"], unit="s")
+    return (end.max() - start.min()).total_seconds()
+
+
+def _rescaled(first: pd.Series, group: pd.DataFrame) -> pd.Series:
+    span, window = active_span(group), first.get("usage_wall_s")
+    if not (pd.notna(window) and span > 0):
+        return first
+    scaled = first.copy()
+    for col in ACTIVE_RATES:
+        if col in scaled and pd.notna(scaled[col]):
+            scaled[col] = min(float(scaled[col]) * float(window) / span, 1e9)
+    return scaled
+
+
+def bottleneck(use: dict[str, float]) -> str:
+    """The resource nearest its limit: named as saturated at 80% or more; below that no
+    resource is full, and the clients wait on round trips and queues (the nearest is named)."""
+    seen = {k: v for k, v in use.items() if pd.notna(v)}
+    if not seen:
+        return "unknown (no counters)"
+    name = max(seen, key=seen.__getitem__)
+    if seen[name] >= SATURATED:
+        return f"{name} ({seen[name]:.0%})"
+    return f"none at 80%; nearest: {name} ({seen[name]:.0%})"
+
+
+def points(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per point: clients, throughput, efficiency, latencies, failures, the resources'
+    utilisation and the one that saturated."""
+    limits = _limits(rows)
+    rows = rows.assign(io_scheduler=rows["io_scheduler"].fillna("site's"))
+    out = []
+    for key, group in rows.groupby("point_key"):
+        first = group.iloc[0]
+        ok = group[group["status"] == "ok"]
+        wall = active_span(ok) if len(ok) else np.nan
+        use = utilisation(_rescaled(first, ok if len(ok) else group), limits)
+        row: dict[str, Any] = {c: first[c] for c in SETUP}
+        row["point_key"] = key
+        row.update(
+            clients=int(first["jobs"]),
+            failed=int((group["status"] != "ok").sum()),
+            aggregate_mb_per_s=float(ok["bytes_read"].sum()) / 1e6 / wall if wall > 0 else np.nan,
+            cpu_efficiency_median=float(ok["predicted_cpu_efficiency"].median()),
+            cpu_efficiency_worst=float(ok["predicted_cpu_efficiency"].min()),
+            open_p50_ms=1e3 * float(ok["open_s"].quantile(0.5)),
+            open_p95_ms=1e3 * float(ok["open_s"].quantile(0.95)),
+            read_p50_ms=1e3 * float(ok["read_latency_p50_s"].median()),
+            read_p95_ms=1e3 * float(ok["read_latency_p95_s"].median()),
+            read_p99_ms=1e3 * float(ok["read_latency_p99_s"].max()),
+            **{f"use: {k}": v for k, v in use.items()},
+            saturated=bottleneck(use),
+        )
+        out.append(row)
+    frame = pd.DataFrame(out)
+    return frame.sort_values([*SETUP, "clients"]).reset_index(drop=True) if len(frame) else frame
+
+
+def capacity(table: pd.DataFrame) -> pd.DataFrame:
+    """Per setup: the most clients measured at a median efficiency of 80% or more, the first
+    load below it and what saturated there."""
+    out = []
+    for setup, group in table.groupby(SETUP, dropna=False):
+        good = group[group["cpu_efficiency_median"] >= EFFICIENT]
+        bad = group[group["cpu_efficiency_median"] < EFFICIENT]
+        first_bad = bad.iloc[0] if len(bad) else None
+        out.append({
+            **dict(zip(SETUP, setup, strict=True)),
+            "clients at >= 80% efficiency": int(good["clients"].max()) if len(good) else 0,
+            "first load under 80%": int(first_bad["clients"]) if first_bad is not None else None,
+            "saturated there": first_bad["saturated"] if first_bad is not None else "-",
+        })  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def _section_points(view: SiteView, section: str) -> pd.DataFrame:
+    return points(view.rows(section, ok_only=False))
+
+
+def load_curves(view: SiteView, section: str = "load") -> None:
+    """Throughput, efficiency and read latency against clients, one line per setup."""
+    if not _has(view, section):
+        return
+    table = _section_points(view, section)
+    fig, axes = panels(3, width=4.2)
+    for setup, part in table.groupby(SETUP, dropna=False):
+        label = " ".join(str(s) for s in setup if s not in ("site's",))
+        axes[0].plot(part["clients"], part["aggregate_mb_per_s"], marker="o", label=label)
+        axes[1].plot(part["clients"], 100 * part["cpu_efficiency_median"], marker="o", label=label)
+        axes[2].plot(part["clients"], part["read_p95_ms"], marker="o", label=label)
+    axes[1].axhline(100 * EFFICIENT, color="tab:red", linewidth=0.8)
+    for ax, ylabel in zip(axes, ("aggregate MB/s", "median predicted CPU efficiency (%)",
+                                 "read latency p95 (ms, median client)"), strict=True):  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("concurrent clients")
+        ax.set_ylabel(ylabel)
+    axes[2].set_yscale("log")
+    axes[0].legend(fontsize=7)
+    show.figure(fig, f"{section}_curves", "Replays of a recorded analysis started together: "
+                "what all clients read per second, their median predicted CPU efficiency (the "
+                "red line is 80%) and their reads' 95th-percentile latency.")  # fmt: skip
+
+
+def load_saturation(view: SiteView, section: str = "load") -> None:
+    """Each resource's use against clients: the one that reaches its limit first."""
+    if not _has(view, section):
+        return
+    table = _section_points(view, section)
+    setups = list(table.groupby(SETUP, dropna=False))
+    fig, axes = panels(len(setups), width=4.5)
+    for ax, (setup, part) in zip(axes, setups, strict=True):
+        for name in RESOURCES:
+            col = f"use: {name}"
+            if part[col].notna().any():
+                ax.plot(part["clients"], 100 * part[col], marker="o", label=name)
+        ax.axhline(100 * SATURATED, color="black", linewidth=0.8, linestyle="--")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("concurrent clients")
+        ax.set_ylabel("use of its limit (%)")
+        ax.set_title(" ".join(str(s) for s in setup), fontsize=9)
+        ax.legend(fontsize=7)
+    show.figure(fig, f"{section}_saturation", "How close each resource came to its limit "
+                "(host CPU: all cores busy; server and emulator CPU: their share of the host; "
+                "disk: the emulated spindle's IOPS and MB/s limits; link: its rate). Above the "
+                "dashed line a resource counts as saturated.")  # fmt: skip
+
+
+def load_table(view: SiteView, section: str = "load") -> None:
+    if not _has(view, section):
+        return
+    table = _section_points(view, section).drop(columns=["point_key"])
+    show.table(capacity(table), "How many such jobs the site serves at 80% CPU efficiency",
+               f"{section}_capacity")  # fmt: skip
+    show.table(table, "Per point: clients, throughput, efficiency, latencies, failures and "
+               "each resource's use", f"{section}_table",
+               percent=("cpu_efficiency_median", "cpu_efficiency_worst",
+                        *(f"use: {r}" for r in RESOURCES)))  # fmt: skip
