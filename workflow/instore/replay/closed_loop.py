@@ -11,6 +11,8 @@ once when it opens it, as XrdCl's cached ``Stat(force=false)`` in the recording 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import multiprocessing
 import os
 import resource
@@ -160,6 +162,26 @@ def _load_sources(urls: tuple[str, ...]) -> None:
         import instore.payload.source.xrootd  # noqa: F401
 
 
+# glibc's mallopt parameters (malloc.h): requests above the mmap threshold get pages of their
+# own, and a heap top above the trim threshold is given back to the kernel.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+def keep_freed_buffers() -> bool:
+    """Reuse freed read buffers instead of mapping fresh pages for each: glibc maps a buffer
+    above 128 KiB (its default threshold) anew and unmaps it when freed, so every 1 MiB read
+    faulted in 256 fresh pages. Measured here (bench/replay_clients.py): 0.22 s of CPU per
+    100 MB read over root:// by default, 0.034 s with the thresholds raised. False where the C
+    library is not glibc (the defaults stay)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(_M_MMAP_THRESHOLD, 64 << 20)) and bool(
+            libc.mallopt(_M_TRIM_THRESHOLD, 256 << 20)
+        )
+    except (OSError, AttributeError):
+        return False
+
+
 def _own_cpu() -> float:
     """This process's user+system CPU seconds, its client library's threads included."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -174,6 +196,7 @@ def replay(
     then, with the other replays of a point, once this one is ready."""
     check_targets(trace, targets, timeout)  # forks: before this process loads a client
     _join_site_cgroup(targets)
+    keep_freed_buffers()
     _load_sources(targets.urls)
     ready_at = time.time()
     lateness = wait_until(start_at)

@@ -1,0 +1,178 @@
+"""Benchmark: what a replay client costs the machine it runs on.
+
+1. **One client** (issue 22): a trace of sequential 1 MiB reads replayed closed-loop over
+   root:// against a local XRootD (Debian's, started here; the file is in the page cache, so
+   the storage is not the limit), once paced at 10 ms per MiB (about 100 MB/s) and once with
+   no think time (as fast as it goes). Per run: MB/s moved and the replayer's own CPU
+   (``client_cpu_s``, its XRootD client's threads included) as a share of one core.
+   Target: at most 5% of a core at 100 MB/s.
+2. **Many clients** (issue 23): the load section alone on lan-ssd (an emulated site: needs
+   root), the study's agc-load trace replayed by 64 clients at once, each on its own copy;
+   from the records: the clients' CPU (sum of ``client_cpu_s`` over the replays' span) and the
+   host's busy share over the point, both as shares of all cores. Target: the clients' CPU
+   below 50%. Needs the trace and the copies a `make study` made (data/files).
+
+Results go to bench/replay_results.json with the machine they ran on.
+Usage: python bench/replay_clients.py [--skip-load] [--clients N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "bench" / "replay_results.json"
+MIB = 1 << 20
+FILE_MIB = 512
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _xrootd(root: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """A plain XRootD over ``root/data`` on a free port (stopped by the caller, by PID)."""
+    data, run = root / "data", root / "run"
+    for d in (data, run):
+        d.mkdir(parents=True)
+        shutil.chown(d, "xrootd")
+    root.chmod(0o755)
+    port = _free_port()
+    conf = root / "xrootd.cfg"
+    conf.write_text(f"xrd.port {port}\nall.export /\noss.localroot {data}\n"
+                    f"all.adminpath {run}\nall.pidpath {run}\n")  # fmt: skip
+    proc = subprocess.Popen(["xrootd", "-R", "xrootd", "-c", str(conf), "-l", str(run / "log")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    for _ in range(100):
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return proc, port
+        time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("xrootd did not start")
+
+
+def _trace(out: Path, url: str, reads: int, pace_s: float) -> Path:
+    """A recorder CSV of ``reads`` sequential 1 MiB reads, one every ``pace_s`` seconds."""
+    from instore.replay.trace import write_trace
+
+    t, lines, oid = 1_000_000.0, [], "1"
+
+    def line(op: str, start: float, args: str, end: float, resp: str = "") -> str:
+        return f'"{oid}","{op}","{start:.9f}","{args}","{end:.9f}","[SUCCESS]","{resp}"'
+
+    lines.append(line("Open", t, f"{url};0;0;0", t + 0.001))
+    t += 0.002
+    for k in range(reads):
+        lines.append(line("Read", t, f"{k * MIB};{MIB};0", t + 0.0005, str(MIB)))
+        t += pace_s
+    lines.append(line("Close", t, "0", t + 0.0001))
+    meta = {"command": ["synthetic"], "exit_code": 0, "wall_s": t - 1_000_000.0 + 0.001,
+            "cpu_s": 0.0, "user_s": 0.0, "sys_s": 0.0, "operations": len(lines)}  # fmt: skip
+    return write_trace(out, lines, meta)
+
+
+def one_client() -> list[dict]:
+    results = []
+    with tempfile.TemporaryDirectory(prefix="instore-bench-replay-") as tmp:
+        root = Path(tmp)
+        root.chmod(0o755)  # the server runs as xrootd
+        proc, port = _xrootd(root / "srv")
+        try:
+            path = root / "srv" / "data" / "seq.bin"
+            with path.open("wb") as f:
+                for _ in range(FILE_MIB):
+                    f.write(os.urandom(MIB))
+            path.read_bytes()  # into the page cache: the storage is not what is measured
+            url = f"root://127.0.0.1:{port}//seq.bin"
+            for label, pace in (("paced 10 ms per MiB", 0.010), ("no think time", 0.0)):
+                trace = _trace(root / f"trace-{pace}", url, FILE_MIB, pace)
+                done = subprocess.run(
+                    [sys.executable, "-m", "instore.cli", "replay", str(trace), "--target", url,
+                     "--record-only"], capture_output=True, text=True, check=True)  # fmt: skip
+                rec = json.loads(done.stdout)
+                mb_s = rec["bytes_read"] / 1e6 / rec["wall_s"]
+                share = rec["client_cpu_s"] / rec["wall_s"]
+                results.append({"run": label, "protocol": "xrootd", "mb_per_s": mb_s,
+                                "wall_s": rec["wall_s"], "client_cpu_s": rec["client_cpu_s"],
+                                "cpu_share_of_a_core": share,
+                                "cpu_s_per_100_mb": rec["client_cpu_s"] / rec["bytes_read"] * 1e8})  # fmt: skip
+                print(
+                    f"one client, {label}: {mb_s:.0f} MB/s, CPU {share:.1%} of a core "
+                    f"({rec['client_cpu_s']:.3f} s in {rec['wall_s']:.2f} s)"
+                )
+        finally:
+            proc.kill()
+            proc.wait()
+    return results
+
+
+def many_clients(clients: int) -> dict:
+    data = REPO / "data" / "files"
+    study = yaml.safe_load((REPO / "config" / "study.yaml").read_text())
+    full = study["profiles"]["full"]
+    trace = full["traces"]["agc-load"]
+    if not (data / "traces" / "agc-load" / "trace.json").exists():
+        raise SystemExit("no data/files/traces/agc-load: run `make study` first")
+    profile = {**{k: full[k] for k in ("files", "filesets", "traces")}, "sites": ["lan-ssd"],
+               "repetitions": 1, "timeout_s": 300, "retries": 0,
+               "sections": {"load": {"trace": ["agc-load"], "fill": [clients],
+                                     "protocol": ["xrootd"]}}}  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="instore-bench-load-") as tmp:
+        path = Path(tmp) / "study.yaml"
+        path.write_text(yaml.safe_dump({"profile": "b", "profiles": {"b": profile}}))
+        results = Path(tmp) / "results"
+        subprocess.run([sys.executable, "-m", "instore.cli", "sweep", "--site", "lan-ssd",
+                        "--study", str(path), "--data", str(data), "--results", str(results),
+                        "--runtime", "none", "--no-progress"], check=True)  # fmt: skip
+        rows = pd.read_parquet(results / "lan-ssd" / "load.parquet")
+    from instore.report.load import active_span
+
+    span = active_span(rows)
+    cores = os.cpu_count() or 1
+    out = {"clients": len(rows), "failed": int((rows["status"] != "ok").sum()),
+           "trace": trace, "span_s": span,
+           "clients_cpu_share": float(rows["client_cpu_s"].sum()) / span / cores,
+           "host_cpu_busy": float(rows["host_cpu_busy"].iloc[0]),
+           "xrootd_cpu_share": float(rows["xrootd_cpu_share"].iloc[0]),
+           "median_predicted_cpu_efficiency": float(rows["predicted_cpu_efficiency"].median())}  # fmt: skip
+    print(
+        f"{clients} clients on lan-ssd: clients' CPU {out['clients_cpu_share']:.1%} of the "
+        f"host, host busy {out['host_cpu_busy']:.1%} over the point, {out['failed']} failed"
+    )
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--skip-load", action="store_true", help="only the one-client part")
+    p.add_argument("--clients", type=int, default=64)
+    args = p.parse_args()
+    result = {"machine": {"host": platform.node(), "cpus": os.cpu_count(),
+                          "kernel": platform.release(), "python": platform.python_version()},
+              "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "one_client": one_client()}  # fmt: skip
+    if not args.skip_load:
+        result["many_clients"] = many_clients(args.clients)
+    OUT.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"written {OUT}")
+
+
+if __name__ == "__main__":
+    main()
