@@ -82,9 +82,10 @@ def _sweep(
             access = sweep_access(opts, live, target, [p for p, _ in todo], dataset)
             try:
                 if opts.launch == "fork":
-                    engines = sorted(
-                        {payload_engine(p) for p, _ in todo} | {"root"}
-                    )  # root: warm-up job
+                    # one per engine the points use (the warm-up job uses the first point's):
+                    # starting ROOT's (imports, cling, JIT) costs about 20 s here, for nothing
+                    # in a sweep of uproot or replay points
+                    engines = sorted({payload_engine(p) for p, _ in todo})
                     _start_warm(client, workers, target, access, engines)
                     clock.lap("warm payloads ready")
                 run = SweepRun(
@@ -222,17 +223,11 @@ def _warm_up(run: SweepRun, point: Point) -> float:
     opts, live = run.opts, run.live
     protocol = "posix" if "posix" in live.protocols else live.protocols[0]
     url = live.url(protocol, files_for(point, opts.study, run.dataset)[0])
-    argv = (
-        "instore",
-        "read",
-        url,
-        "--tree",
-        tree_for(point, opts.study, run.dataset),
-        "--entries",
-        "0.01",
-    )
+    engine = payload_engine(point)
+    argv = ("instore", "read", url, "--tree", tree_for(point, opts.study, run.dataset),
+            "--entries", "0.01", "--engine", engine)  # fmt: skip
     job = Job("warm-up", 0, 0, argv, run.target, run.access, run.startup,
-              opts.study.timeout_s, retries=0, launch=opts.launch)  # fmt: skip
+              opts.study.timeout_s, retries=0, launch=opts.launch, engine=engine)  # fmt: skip
     future = run.client.submit(run_job, job, time.time(), workers=[run.workers[0]], pure=False)
     outcome: JobOutcome = future.result()
     record, container = outcome.payload, outcome.container
