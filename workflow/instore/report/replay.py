@@ -68,7 +68,7 @@ def replay_efficiency(view: SiteView) -> None:
         x = np.arange(len(part))
         ax.bar(x, 100 * part["predicted_cpu_efficiency"], color="tab:blue", label="replayed here")
         ax.axhline(100 * part["recorded_cpu_efficiency"].median(), color="black", linestyle="--",
-                   linewidth=1, label="as recorded (lan-ssd)")  # fmt: skip
+                   linewidth=1, label="as recorded")  # fmt: skip
         ax.axhline(80, color="tab:red", linewidth=0.8, label="80%")
         ax.set_xticks(x, labels, rotation=30, ha="right")
         ax.set_ylim(0, 100)

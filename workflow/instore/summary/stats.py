@@ -28,7 +28,7 @@ def with_derived(rows: pd.DataFrame) -> pd.DataFrame:
     """Add per-job quantities the records imply: bytes wasted, read rate, disk time, and the
     disk's amplification (what the site's disk read for the whole point, block readahead
     included, over what the point's jobs needed)."""
-    out = rows.copy()
+    out = _replay_as_job(rows.copy())
     out["bytes_wasted"] = out["bytes_read"] - out["bytes_needed"]
     out["read_rate_hz"] = out["read_calls"] / out["wall_s"].where(out["wall_s"] > 0)
     out["disk_s"] = counter(out, "perfstats_disk_s")
@@ -40,6 +40,25 @@ def with_derived(rows: pd.DataFrame) -> pd.DataFrame:
     needed = out.groupby("point_key")["bytes_needed"].transform("sum")
     out["disk_amplification"] = out["disk_bytes_read"] / needed.where(needed > 0)
     return out
+
+
+# What a job's record holds that a replay's does not (a replay reads byte ranges, not events).
+_JOB_ONLY = ("bytes_needed", "events", "cpu_efficiency", "event_rate_hz", "mb_per_s",
+             "read_amplification", "cache_bytes_effective", "counters")  # fmt: skip
+
+
+def _replay_as_job(rows: pd.DataFrame) -> pd.DataFrame:
+    """Replay rows in a job's terms: the recorded analysis's predicted CPU efficiency is its
+    CPU efficiency there, and its MB/s what it read over its wall; the rest stays NaN."""
+    for column in _JOB_ONLY:
+        if column not in rows:
+            rows[column] = np.nan
+    if "predicted_cpu_efficiency" in rows:
+        replay = rows["engine"] == "replay"
+        rows.loc[replay, "cpu_efficiency"] = rows.loc[replay, "predicted_cpu_efficiency"]
+        wall = rows.loc[replay, "wall_s"].where(rows.loc[replay, "wall_s"] > 0)
+        rows.loc[replay, "mb_per_s"] = rows.loc[replay, "bytes_read"] / 1e6 / wall
+    return rows
 
 
 def cache_label(value: float | None) -> str:
