@@ -1,12 +1,15 @@
 """The project's two real analyses (RDataFrame; uproot and awkward) recorded with XRootD's
-recorder against an emulated site that `instore record --site` brings up and down, then the
-replay section swept on that site: each point replays the trace closed-loop and records the
-analysis's predicted CPU efficiency there. Needs root."""
+recorder against an emulated spindle (lan-hdd under a test name) that `instore record --site`
+brings up and down, then one sweep of the replay and load sections on that site: a replay
+point predicts the analysis's CPU efficiency per protocol; a load point replays it by 1 and 16
+clients at once, each reading its own byte copy of the file, keeps every client's record and
+records what the worker, the XRootD server, the disk and the link did. Needs root."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from instore.report.load import capacity, points
 from instore.site import load_site
 from instore.site.emulated import existing, teardown
 from instore.site.emulated.names import SiteNames
@@ -29,6 +33,8 @@ SITE = "itest-replay"
 NAMES = SiteNames(SITE)
 ANALYSES = {"rdf": REPO / "analyses" / "agc_ttbar_rdf.py",
             "uproot": REPO / "analyses" / "agc_ttbar_uproot.py"}  # fmt: skip
+COPIES = 16
+FILLS = [1, COPIES]
 
 
 def _instore(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -37,10 +43,10 @@ def _instore(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[st
 
 
 def _site_file(tmp_path: Path) -> Path:
-    data = yaml.safe_load(load_site("lan-ssd").path.read_text())
+    data = yaml.safe_load(load_site("lan-hdd").path.read_text())
     data.update(name=SITE, protocols=["posix", "xrootd"])
     data.pop("stage_in", None)
-    data["disk"]["size_mb"] = 128
+    data["disk"]["size_mb"] = 256
     path = tmp_path / f"{SITE}.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -48,21 +54,25 @@ def _site_file(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
-    """A 4 MB NanoAOD-like file, the site file and a study replaying the uproot analysis;
-    whatever happens, the site is gone after."""
+    """16 byte copies of a 4 MB NanoAOD-like file, the site file and a study replaying the
+    uproot analysis; whatever happens, the site is gone after."""
     assert not existing(NAMES), "a previous run left the replay test site behind"
     tmp = tmp_path_factory.mktemp("replay-section")
     data = tmp / "files"
-    done = _instore("generate", "--like", "cms-nanoaod", "--fileset", "nano", "--size-mb", "4",
+    done = _instore("generate", "--like", "cms-nanoaod", "--fileset", "copies", "--size-mb", "4",
                     "--layouts", "ordered", "--replica", "0", "--out", str(data))  # fmt: skip
     assert done.returncode == 0, done.stderr
+    for k in range(1, COPIES):
+        shutil.copy(data / "copies-ordered-r0.root", data / f"copies-ordered-r{k}.root")
     site = _site_file(tmp)
     profile = {
         "sites": [SITE], "files": {"size_mb": 1, "replicas": 1}, "timeout_s": 120, "retries": 0,
-        "filesets": {"nano": {"like": "cms-nanoaod", "size_mb": 4, "replicas": 1}},
-        "traces": {"up": {"analysis": str(ANALYSES["uproot"]), "fileset": "nano",
+        "filesets": {"copies": {"like": "cms-nanoaod", "size_mb": 4, "replicas": COPIES,
+                                "identical": True}},
+        "traces": {"up": {"analysis": str(ANALYSES["uproot"]), "fileset": "copies",
                           "site": str(site)}},
-        "sections": {"replay": {"trace": ["up"], "protocol": ["posix", "xrootd"]}},
+        "sections": {"replay": {"trace": ["up"], "protocol": ["posix", "xrootd"]},
+                     "load": {"trace": ["up"], "fill": FILLS, "protocol": ["xrootd"]}},
     }  # fmt: skip
     study = tmp / "study.yaml"
     study.write_text(yaml.safe_dump({"profile": "t", "profiles": {"t": profile}}))
@@ -75,7 +85,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
 
 def _record(env: dict[str, Path], name: str, out: Path) -> dict:
     done = _instore("record", "--site", str(env["site"]), "--file",
-                    str(env["data"] / "nano-ordered-r0.root"), "--results", str(env["tmp"] / "r"),
+                    str(env["data"] / "copies-ordered-r0.root"), "--results", str(env["tmp"] / "r"),
                     "--out", str(out), "--", sys.executable, str(ANALYSES[name]),
                     "--tree", "Events")  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -97,32 +107,49 @@ def test_both_analyses_select_the_same_events_and_are_recorded(env: dict[str, Pa
     for trace in (rdf["trace"], up["trace"]):
         assert trace["operations"] > 3 and trace["exit_code"] == 0
         assert trace["recorded_on"] == {"site": SITE, "protocol": "xrootd",
-                                        "files": ["nano-ordered-r0.root"]}  # fmt: skip
+                                        "files": ["copies-ordered-r0.root"]}  # fmt: skip
         assert trace["command"][-1].startswith("root://")
 
 
-def test_the_replay_section_predicts_the_analysis_efficiency_per_protocol(
-    env: dict[str, Path],
-) -> None:
+def test_replay_and_load_sections_in_one_sweep(env: dict[str, Path]) -> None:
     if not (env["data"] / "traces" / "up" / "trace.json").exists():
         pytest.skip("the recording test failed first")
     results = env["tmp"] / "results"
     done = _instore("sweep", "--site", str(env["site"]), "--study", str(env["study"]),
                     "--data", str(env["data"]), "--results", str(results),
                     "--scratch", str(env["tmp"] / "scratch"), "--runtime", "none",
-                    "--no-progress")  # fmt: skip
+                    "--no-progress", timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    table = pd.read_parquet(results / SITE / "replay.parquet")
-    assert sorted(table["protocol"]) == ["posix", "xrootd"]
-    assert (table["status"] == "ok").all(), table["error"].dropna().unique()
-    assert set(table["engine"]) == {"replay"} and set(table["trace"]) == {"up"}
-    recorded = [json.loads(r) for r in table["recorded"]]
+
+    replay = pd.read_parquet(results / SITE / "replay.parquet")
+    assert sorted(replay["protocol"]) == ["posix", "xrootd"]
+    assert (replay["status"] == "ok").all(), replay["error"].dropna().unique()
+    assert set(replay["engine"]) == {"replay"} and set(replay["trace"]) == {"up"}
     # the same requests replayed: the same bytes over both protocols, every request done
-    assert table["bytes_read"].nunique() == 1 and table["bytes_read"].iloc[0] > 0
-    assert (table["requests_done"] == table["requests_total"]).all()
+    assert replay["bytes_read"].nunique() == 1 and replay["bytes_read"].iloc[0] > 0
+    assert (replay["requests_done"] == replay["requests_total"]).all()
     # closed loop: the replay takes at least the recorded think time, and its prediction is
     # the recorded CPU over the replay's wall
-    assert (table["wall_s"] >= table["think_s"]).all()
-    for row, rec in zip(table.itertuples(), recorded, strict=True):
-        assert row.predicted_cpu_efficiency == pytest.approx(rec["cpu_s"] / row.wall_s)
-    assert table["disk_bytes_read"].min() > 0  # the emulated disk served the posix replay
+    assert (replay["wall_s"] >= replay["think_s"]).all()
+    for row in replay.itertuples():
+        assert row.predicted_cpu_efficiency == pytest.approx(
+            json.loads(row.recorded)["cpu_s"] / row.wall_s
+        )
+    assert replay["disk_bytes_read"].min() > 0  # the emulated disk served the replays
+
+    load = pd.read_parquet(results / SITE / "load.parquet")
+    # no record lost: one row per client at each load, each reading its own copy
+    assert sorted(load.groupby("fill").size().items()) == [(f, f) for f in FILLS]
+    assert (load["status"] == "ok").all(), load["error"].dropna().unique()
+    big = load[load["fill"] == COPIES]
+    assert big["urls"].nunique() == COPIES
+    # what the storage side did, counted by the kernel around the point
+    for col in ("host_cpu_busy", "xrootd_cpu_share", "disk_iops", "disk_mb_per_s",
+                "link_mbit_per_s", "usage_wall_s", "client_cpu_s"):  # fmt: skip
+        assert load[col].notna().all() and (load[col] >= 0).all(), col
+    assert (big["disk_iops"] > 0).all() and (big["xrootd_cpu_share"] > 0).all()
+    table = points(load)
+    assert list(table["clients"]) == FILLS
+    assert table["aggregate_mb_per_s"].gt(0).all() and table["failed"].eq(0).all()
+    assert table["saturated"].map(bool).all()
+    assert len(capacity(table)) == 1
