@@ -50,6 +50,18 @@ def test_replay_points_read_the_traces_file_set_with_the_replayer(tmp_path: Path
     assert payload_engine(points[0]) == "uproot"
 
 
+def test_a_replay_job_names_its_trace_by_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sweep's --data is relative in `make study` (data/files); a job in a container runs
+    in another directory, with the data bound at its absolute path (seen: every replay point
+    failed with "no such trace")."""
+    monkeypatch.chdir(tmp_path)
+    point = expand(load_study(_study(tmp_path)), "replay")[0]
+    argv = job_argv(point, "root://h//f.root", "Events", tmp_path, data=Path("data/files"))
+    assert argv[2] == str(tmp_path / "data" / "files" / "traces" / "rdf")
+
+
 def test_a_trace_naming_an_unknown_file_set_or_section_trace_is_one_line(tmp_path: Path) -> None:
     bad_set = {"rdf": {"analysis": "a.py", "fileset": "nano9"}}
     with pytest.raises(InstoreError, match="trace rdf: no file set named 'nano9'"):

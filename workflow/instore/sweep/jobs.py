@@ -108,7 +108,8 @@ def job_argv(
     if point.trace is not None:
         if data is None:
             raise ValueError("a replay point's job needs the data directory (its trace)")
-        return replay_argv(point, url, traces_dir(data) / point.trace, start_at)
+        # absolute: a job in a container runs elsewhere, with the data bound at its real path
+        return replay_argv(point, url, traces_dir(data.resolve()) / point.trace, start_at)
     argv = ["instore", "read", url, "--tree", tree, *point.read_args()]
     if start_at is not None:
         argv += ["--start-at", f"{start_at:.3f}"]

@@ -1,0 +1,114 @@
+"""Benchmark: does a replay predict a real analysis's wall time on other storage?
+
+For each recorded analysis of the study (the profile's ``traces:``, recorded on lan-ssd by
+`make study` into data/files/traces/), on each emulated site asked for: the site is brought up
+with the analysis's file; the real analysis runs there over root:// (``instore record --site``:
+its wall is the truth) and the lan-ssd trace is replayed there closed-loop (``instore replay
+--site``), each from a cold page cache, alternating, ``--runs`` times. Reported: the medians and
+the predicted / real ratio (target: within 15%). With ``--xcache`` on a site that has one, the
+replay and the real run also go through its XCache, warmed by a first read.
+
+Results go to bench/fidelity_results.json with the machine they ran on. Needs root and a
+finished `make study` (its traces and files). Usage:
+  python bench/replay_fidelity.py [--sites lan-hdd wan] [--runs 3] [--xcache]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "data" / "files"
+OUT = REPO / "bench" / "fidelity_results.json"
+
+
+def instore(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "instore.cli", *args], capture_output=True,
+                          text=True, check=False, cwd=REPO)  # fmt: skip
+
+
+def drop_caches() -> None:
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+def real_run(site: str, protocol: str, file: Path, analysis: str, tree: str, out: Path) -> float:
+    """The analysis itself on the site (recorded, so its wall is measured the same way)."""
+    done = instore("record", "--site", site, "--protocol", protocol, "--file", str(file),
+                   "--out", str(out), "--", sys.executable, str(REPO / analysis), "--tree", tree)  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"real run failed on {site}: {done.stderr[-500:]}")
+    return float(json.loads((out / "trace.json").read_text())["wall_s"])
+
+
+def replayed(site: str, protocol: str, trace: Path) -> dict:
+    done = instore("replay", str(trace), "--site", site, "--protocol", protocol, "--record-only")
+    if done.returncode != 0:
+        raise SystemExit(f"replay failed on {site}: {done.stderr[-500:]}")
+    return json.loads(done.stdout)
+
+
+def measure(site: str, protocol: str, name: str, spec: dict, tree: str, runs: int) -> dict:
+    trace = DATA / "traces" / name
+    file = DATA / json.loads((trace / "trace.json").read_text())["recorded_on"]["files"][0]
+    real, pred = [], []
+    with tempfile.TemporaryDirectory(prefix="instore-fidelity-") as tmp:
+        for k in range(runs):
+            drop_caches()
+            real.append(real_run(site, protocol, file, spec["analysis"], tree, Path(tmp) / f"r{k}"))
+            drop_caches()
+            pred.append(replayed(site, protocol, trace)["wall_s"])
+    r, p = statistics.median(real), statistics.median(pred)
+    row = {"trace": name, "site": site, "protocol": protocol, "real_wall_s": real,
+           "replay_wall_s": pred, "real_median_s": r, "replay_median_s": p,
+           "predicted_over_real": p / r}  # fmt: skip
+    print(
+        f"{name} on {site} over {protocol}: real {r:.2f} s, replay {p:.2f} s, ratio {p / r:.3f}",
+        flush=True,
+    )
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sites", nargs="+", default=["lan-hdd", "wan"])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--xcache", action="store_true", help="also through the site's XCache")
+    args = ap.parse_args()
+    study = yaml.safe_load((REPO / "config" / "study.yaml").read_text())["profiles"]["full"]
+    traces = {n: s for n, s in study["traces"].items() if n in ("agc-rdf", "agc-uproot")}
+    tree = "Events"
+    rows = []
+    for site in args.sites:
+        files = sorted({str(DATA / json.loads((DATA / "traces" / n / "trace.json").read_text())
+                            ["recorded_on"]["files"][0]) for n in traces})  # fmt: skip
+        up = instore("site", "up", site, "--files", *files)
+        if up.returncode != 0:
+            raise SystemExit(f"instore site up {site}: {up.stderr[-500:]}")
+        try:
+            protocols = ["xrootd"] + (["xcache"] if args.xcache and site == "wan" else [])
+            for protocol in protocols:
+                for name, spec in traces.items():
+                    rows.append(measure(site, protocol, name, spec, tree, args.runs))
+        finally:
+            instore("site", "down", site)
+    OUT.write_text(json.dumps({
+        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "kernel": platform.release()},
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "runs": args.runs, "rows": rows}, indent=1) + "\n")  # fmt: skip
+    print(f"written {OUT}")
+
+
+if __name__ == "__main__":
+    main()
