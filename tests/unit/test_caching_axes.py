@@ -52,7 +52,9 @@ def test_new_knobs_do_not_change_old_keys(point: Point, key: str) -> None:
 def test_new_knobs_enter_the_key_when_set() -> None:
     base = Point(section="caching", protocol="xcache")
     keys = {base.key("wan", FILES)}
-    for knob, value in zip(KEYED_IF_SET, ("warm", 25.0, 100.0, "nano16", "agc-rdf", "bfq"), strict=True):
+    for knob, value in zip(
+        KEYED_IF_SET, ("warm", 25.0, 100.0, "nano16", "agc-rdf", "bfq"), strict=True
+    ):
         keys.add(Point(section="caching", protocol="xcache", **{knob: value}).key("wan", FILES))
     assert len(keys) == 1 + len(KEYED_IF_SET)
 

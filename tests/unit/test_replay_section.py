@@ -43,7 +43,7 @@ def test_replay_points_read_the_traces_file_set_with_the_replayer(tmp_path: Path
     argv = job_argv(points[0], "root://h:1094//data/nano-ordered-r0.root", "Events",
                     tmp_path, start_at=12.5, data=tmp_path / "files")  # fmt: skip
     assert argv == ("instore", "replay", str(tmp_path / "files" / "traces" / "rdf"),
-                    "--target", "root://h:1094//data/nano-ordered-r0.root", "--record-only",
+                    "--target", "root://h:1094//data/nano-ordered-r0.root", "--record-only", "--no-check",
                     "--start-at", "12.500")  # fmt: skip
     # ROOT's XRootD client and PyPI xrootd's cannot share a process: the replayer (PyPI
     # xrootd) is forked by the warm payload that holds no ROOT

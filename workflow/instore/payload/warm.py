@@ -70,6 +70,12 @@ def warm_up(engine: str) -> dict[str, Any]:
     import uproot.source.coalesce
     import uproot.source.futures  # noqa: F401
 
+    if engine == "uproot":  # it also forks the replays of a sweep (never beside ROOT)
+        from XRootD import client  # noqa: F401
+
+        import instore.replay.closed_loop
+        import instore.replay.command  # noqa: F401
+
     Provenance.collect()  # its cached parts (ROOT's release) are ready for every child
     return {"warm_s": time.perf_counter() - started}
 

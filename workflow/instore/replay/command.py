@@ -65,6 +65,10 @@ def register(subparsers: Any) -> None:
     rep.add_argument("--out", type=Path, default=None, help="also write the record (JSON) here")
     rep.add_argument("--start-at", type=float, default=None, metavar="UNIX_TIME",
                      help="start the clock then (replays started together, as a sweep's jobs)")  # fmt: skip
+    rep.add_argument("--no-check", action="store_true",
+                     help="do not check first (in a child process) that every trace file is at "
+                     "its target: a sweep has checked them, and 64 replays starting at once "
+                     "each pay for that child")  # fmt: skip
     rep.add_argument("--record-only", action="store_true",
                      help="print the record as one JSON line and no summary (as `instore read` "
                      "prints its record; what a sweep's job runs)")  # fmt: skip
@@ -137,7 +141,7 @@ def _replay(args: argparse.Namespace) -> int:
         from instore.replay.xrdreplay import xrdreplay_binary
 
         xrdreplay_binary(targets)
-    record = replay(trace, targets, args.timeout, args.start_at)
+    record = replay(trace, targets, args.timeout, args.start_at, check=not args.no_check)
     if args.xrdreplay and record.error is None:
         from instore.replay.xrdreplay import run_xrdreplay
 

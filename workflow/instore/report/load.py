@@ -43,17 +43,21 @@ def _limits(rows: pd.DataFrame) -> dict[str, float | None]:
 def utilisation(point: pd.Series, limits: dict[str, Any]) -> dict[str, float]:
     """Each resource's use at one point, as a fraction of what it can give (NaN: not seen)."""
 
-    def ratio(value: Any, limit: Any) -> float:
-        return float(value) / float(limit) if pd.notna(value) and limit else np.nan
+    def num(column: str) -> float:
+        value = point.get(column)
+        return float(value) if value is not None and pd.notna(value) else np.nan
+
+    def ratio(column: str, limit: Any) -> float:
+        return num(column) / float(limit) if limit else np.nan
 
     return {
-        "host CPU": float(point.get("host_cpu_busy", np.nan)),
-        "XRootD server CPU": float(point.get("xrootd_cpu_share", np.nan)),
-        "link emulator CPU": float(point.get("delay_cpu_share", np.nan)),
-        "disk IOPS": ratio(point.get("disk_iops"), limits["read_iops"]),
-        "disk bandwidth": ratio(point.get("disk_mb_per_s"), limits["read_mbps"]),
-        "I/O stall": float(point.get("io_stall", np.nan)),
-        "link": float(point.get("link_utilisation", np.nan)),
+        "host CPU": num("host_cpu_busy"),
+        "XRootD server CPU": num("xrootd_cpu_share"),
+        "link emulator CPU": num("delay_cpu_share"),  # NaN: a site without a delayer
+        "disk IOPS": ratio("disk_iops", limits["read_iops"]),
+        "disk bandwidth": ratio("disk_mb_per_s", limits["read_mbps"]),
+        "I/O stall": num("io_stall"),
+        "link": num("link_utilisation"),
     }
 
 
@@ -70,7 +74,7 @@ def _rescaled(first: pd.Series, group: pd.DataFrame) -> pd.Series:
         return first
     scaled = first.copy()
     for col in ACTIVE_RATES:
-        if col in scaled and pd.notna(scaled[col]):
+        if col in scaled and scaled[col] is not None and pd.notna(scaled[col]):
             scaled[col] = min(float(scaled[col]) * float(window) / span, 1e9)
     return scaled
 

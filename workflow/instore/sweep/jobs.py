@@ -124,7 +124,8 @@ def replay_argv(
 ) -> tuple[str, ...]:
     """`instore replay` of the point's trace against the file at ``url``: one run record
     (``--record-only``) on stdout, as `instore read` prints one."""
-    argv = ["instore", "replay", str(trace), "--target", url, "--record-only"]
+    # --no-check: the sweep's plan and preflight found the files; a replay's own check forks
+    argv = ["instore", "replay", str(trace), "--target", url, "--record-only", "--no-check"]
     if start_at is not None:
         argv += ["--start-at", f"{start_at:.3f}"]
     return tuple(argv)

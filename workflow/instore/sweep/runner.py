@@ -94,7 +94,8 @@ def _sweep(
                     startup=_container_startup(opts, target, access), align_s=0.0,
                     dataset=dataset,
                 )  # fmt: skip
-                run = dataclasses.replace(run, align_s=_warm_up(run, todo[0][0]))
+                align_s, launch_s = _warm_up(run, todo[0][0])
+                run = dataclasses.replace(run, align_s=align_s, launch_s=launch_s)
                 clock.lap("warm-up job done")
                 _measure(run, todo)
                 clock.lap(f"{len(todo)} point(s) measured")
@@ -133,6 +134,7 @@ class SweepRun:
     site: SiteInfo
     startup: float | None  # container start-up (median); None outside a container or warm
     align_s: float  # concurrent jobs start measuring this long after launch
+    launch_s: float = 0.0  # one job's launch; a worker's warm payload forks its jobs in turn
     dataset: Dataset | None = None  # the site's own files, read instead of the generated ones
 
 
@@ -216,10 +218,11 @@ def _measure(run: SweepRun, todo: list[tuple[Point, str]]) -> None:
         summary.failed_points += any(r["status"] != "ok" for r in rows)
 
 
-def _warm_up(run: SweepRun, point: Point) -> float:
+def _warm_up(run: SweepRun, point: Point) -> tuple[float, float]:
     """Run one short job first, on a worker as the points' jobs run: it warms the payload's
     start-up (bytecode, JIT caches, the first fork) and tells how long start-up takes, so
-    concurrent jobs can be told when to start measuring together."""
+    concurrent jobs can be told when to start measuring together. Returns that alignment and
+    one job's launch time."""
     opts, live = run.opts, run.live
     protocol = "posix" if "posix" in live.protocols else live.protocols[0]
     url = live.url(protocol, files_for(point, opts.study, run.dataset)[0])
@@ -237,12 +240,12 @@ def _warm_up(run: SweepRun, point: Point) -> float:
             record["error"],
             FALLBACK_ALIGN_S,
         )
-        return FALLBACK_ALIGN_S
+        return FALLBACK_ALIGN_S, 0.0
     startup = container.launch_s
     if startup is None:  # a payload from an image without ready_at
         startup = container.outer_wall_s - float(record.get("wall_s") or 0)
     log.info("warm-up job: %s launch took %.3f s", container.launch, startup)
-    return 2 * startup + ALIGN_MARGIN_S[opts.launch]
+    return 2 * startup + ALIGN_MARGIN_S[opts.launch], startup
 
 
 def job_start_at(jobs: int, now: float) -> float:
@@ -266,7 +269,9 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
     reads_before = live.disk_reads()
     urls = [live.url(point.protocol, f) for f in files]
     start_at = job_start_at(point.jobs, time.time())
-    measure_at = start_at + run.align_s if point.jobs > 1 else None
+    # the last of a node's jobs is forked after the others: it is ready (fill - 1) launches later
+    align = run.align_s + (point.fill - 1) * run.launch_s
+    measure_at = start_at + align if point.jobs > 1 else None
     jobs = [
         Job(
             point_key=key,
