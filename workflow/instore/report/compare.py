@@ -139,6 +139,32 @@ def jobfill_compare(stats: pd.DataFrame) -> None:
                percent=tuple(table.columns))  # fmt: skip
 
 
+def replay_compare(stats: pd.DataFrame) -> None:
+    """Each recorded analysis's predicted CPU efficiency per protocol, by site."""
+    part = stats[stats["section"] == "replay"]
+    if part.empty:
+        return
+    table = part.pivot_table(index=["trace", "protocol"], columns="site",
+                             values="cpu_efficiency_median", aggfunc="median")  # fmt: skip
+    table.columns.name = None
+    show.table(table.reset_index(), "A recorded analysis's predicted CPU efficiency, by site",
+               "replay_compare", percent=tuple(table.columns))  # fmt: skip
+
+
+def load_compare(stats: pd.DataFrame) -> None:
+    """The clients' median predicted CPU efficiency per protocol and load, by site."""
+    part = stats[stats["section"] == "load"]
+    if part.empty:
+        return
+    table = part.pivot_table(index=["protocol", "fill"], columns="site",
+                             values="cpu_efficiency_median", aggfunc="median")  # fmt: skip
+    table.columns.name = None
+    show.table(table.reset_index().rename(columns={"fill": "clients"}),
+               "Many clients at once: the clients' median predicted CPU efficiency, by site "
+               "(each site's load page names what saturated)", "load_compare",
+               percent=tuple(table.columns))  # fmt: skip
+
+
 def best_and_worst(stats: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
     """A site's best and worst setup on the same work (by median CPU efficiency)."""
     table = setups_table(stats)

@@ -35,6 +35,8 @@ FIGURES: dict[str, tuple[str, str]] = {
     "scheduler_capacity": ("scheduler", "fig-scheduler-capacity"),
     "scheduler_table": ("scheduler", "fig-scheduler-table"),
     "compare": ("compare", "fig-compare"),
+    "replay_compare": ("compare", "fig-compare-replay"),
+    "load_compare": ("compare", "fig-compare-load"),
 }
 
 
