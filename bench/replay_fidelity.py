@@ -43,19 +43,25 @@ def drop_caches() -> None:
     Path("/proc/sys/vm/drop_caches").write_text("3\n")
 
 
+class RunFailed(Exception):
+    pass
+
+
 def real_run(site: str, protocol: str, file: Path, analysis: str, tree: str, out: Path) -> float:
     """The analysis itself on the site (recorded, so its wall is measured the same way)."""
     done = instore("record", "--site", site, "--protocol", protocol, "--file", str(file),
                    "--out", str(out), "--", sys.executable, str(REPO / analysis), "--tree", tree)  # fmt: skip
     if done.returncode != 0:
-        raise SystemExit(f"real run failed on {site}: {done.stderr[-500:]}")
+        lines = [ln for ln in done.stderr.splitlines() if "Error" in ln or "error" in ln]
+        raise RunFailed(f"the analysis failed on {site} over {protocol}: "
+                        f"{(lines or done.stderr.splitlines() or ['?'])[0]}")  # fmt: skip
     return float(json.loads((out / "trace.json").read_text())["wall_s"])
 
 
 def replayed(site: str, protocol: str, trace: Path) -> dict:
     done = instore("replay", str(trace), "--site", site, "--protocol", protocol, "--record-only")
     if done.returncode != 0:
-        raise SystemExit(f"replay failed on {site}: {done.stderr[-500:]}")
+        raise RunFailed(f"replay failed on {site}: {done.stderr.strip().splitlines()[-1:]}")
     return json.loads(done.stdout)
 
 
@@ -100,7 +106,12 @@ def main() -> None:
             protocols = ["xrootd"] + (["xcache"] if args.xcache and site == "wan" else [])
             for protocol in protocols:
                 for name, spec in traces.items():
-                    rows.append(measure(site, protocol, name, spec, tree, args.runs))
+                    try:
+                        rows.append(measure(site, protocol, name, spec, tree, args.runs))
+                    except RunFailed as err:  # kept, with why: a result, not a crash
+                        print(err, flush=True)
+                        rows.append({"trace": name, "site": site, "protocol": protocol,
+                                     "error": str(err)})  # fmt: skip
         finally:
             instore("site", "down", site)
     OUT.write_text(json.dumps({
