@@ -72,5 +72,9 @@ rule copy_fileset_replica:
         fileset="|".join(IDENTICAL_SETS) or "(?!)",
         layout="|".join(KNOWN_LAYOUTS),
         replica=r"[1-9]\d*",
+    log:
+        f"{LOGS}/copy-{{fileset}}-{{layout}}-r{{replica}}.log",
+    conda:
+        "../../envs/conda.yaml"
     shell:
-        "cp {input:q} {output:q}"
+        "cp {input:q} {output:q} > {log} 2>&1"

@@ -3,37 +3,6 @@
 # recorded gaps between reads are then the job's own CPU), and replayed by the `replay`
 # section on every site. A recording brings its site up, so it takes every core: it never
 # overlaps a sweep. Each trace lives beside the files, where every job sees it.
-from instore.study.files import replica_name
-from instore.study.grid import axis_value
-from instore.sweep.jobs import traces_dir
-
-
-def trace_spec(wildcards):
-    return STUDY.trace(wildcards.trace)
-
-
-def trace_analysis(wildcards):
-    """The analysis script: a path relative to the project, or absolute."""
-    return str(Path(workflow.basedir) / trace_spec(wildcards).analysis)
-
-
-def trace_input_file(wildcards):
-    spec = trace_spec(wildcards)
-    fileset = "" if spec.fileset == DEFAULT_FILESET else spec.fileset
-    return f"{DATA}/{replica_name(spec.layout, 0, fileset)}"
-
-
-def trace_inputs(wildcards):
-    """The traces a site's sweep replays: every trace its sections name, where they run."""
-    from instore.study.grid import section_sites
-
-    names = set()
-    for section, grid in STUDY.sections.items():
-        sites = section_sites(STUDY, section)
-        if sites is None or wildcards.site in sites:
-            names.update(grid.get("trace", []))
-    return [f"{traces_dir(Path(DATA))}/{name}" for name in sorted(names)]
-
 
 rule record_trace:
     input:
