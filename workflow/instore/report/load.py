@@ -22,6 +22,7 @@ from instore.report.sections import _has
 from instore.report.view import SiteView
 
 SATURATED = 0.8  # a resource at 80% of its limit or more counts as saturated
+SLOW_OPEN_MS = 1000.0  # opens this slow (p95) with no resource saturated are named
 EFFICIENT = 0.8  # the CPU efficiency a site admin wants jobs at
 SETUP = ["trace", "protocol", "io_scheduler"]
 # resource -> how its utilisation is read from a point's first row and the site's limits
@@ -75,7 +76,7 @@ def _rescaled(first: pd.Series, group: pd.DataFrame) -> pd.Series:
     scaled = first.copy()
     for col in ACTIVE_RATES:
         if col in scaled and scaled[col] is not None and pd.notna(scaled[col]):
-            scaled[col] = min(float(scaled[col]) * float(window) / span, 1e9)
+            scaled[col] = float(scaled[col]) * float(window) / span
     return scaled
 
 
@@ -118,6 +119,8 @@ def points(rows: pd.DataFrame) -> pd.DataFrame:
             **{f"use: {k}": v for k, v in use.items()},
             saturated=bottleneck(use),
         )
+        if row["saturated"].startswith("none at") and row["open_p95_ms"] > SLOW_OPEN_MS:
+            row["saturated"] += f"; opens slow (p95 {row['open_p95_ms'] / 1e3:.1f} s)"
         out.append(row)
     frame = pd.DataFrame(out)
     return frame.sort_values([*SETUP, "clients"]).reset_index(drop=True) if len(frame) else frame
