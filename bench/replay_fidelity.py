@@ -39,23 +39,23 @@ def instore(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, check=False, cwd=REPO)  # fmt: skip
 
 
-# What a grid job finds in the node's cache before it starts (its software, from CVMFS on a
-# site): loaded again after the caches are dropped, so only the data is read cold.
-SOFTWARE = "import ROOT, uproot, awkward, numpy; from XRootD import client; ROOT.RDataFrame"
-
-
-def drop_caches() -> None:
-    """The data read cold, the software warm: drop every cache, then load the software."""
+def drop_caches(analysis: str, tree: str, local_copy: Path) -> None:
+    """The data read cold, the software warm (as a site's CVMFS cache holds it): drop every
+    cache, then run the analysis once on the local copy of its file, which loads ROOT's
+    libraries and modules and the JIT's; the site serves another copy, on its own disk."""
     os.sync()
     Path("/proc/sys/vm/drop_caches").write_text("3\n")
-    subprocess.run([sys.executable, "-c", SOFTWARE], capture_output=True, check=True)
+    subprocess.run([sys.executable, str(REPO / analysis), "--tree", tree, str(local_copy)],
+                   capture_output=True, check=True)  # fmt: skip
 
 
 class RunFailed(Exception):
     pass
 
 
-def real_run(site: str, protocol: str, file: Path, analysis: str, tree: str, out: Path) -> float:
+def real_run(
+    site: str, protocol: str, file: Path, analysis: str, tree: str, out: Path
+) -> tuple[float, float]:
     """The analysis itself on the site (recorded, so its wall is measured the same way)."""
     done = instore("record", "--site", site, "--protocol", protocol, "--file", str(file),
                    "--out", str(out), "--", sys.executable, str(REPO / analysis), "--tree", tree)  # fmt: skip
@@ -63,7 +63,8 @@ def real_run(site: str, protocol: str, file: Path, analysis: str, tree: str, out
         lines = [ln for ln in done.stderr.splitlines() if "Error" in ln or "error" in ln]
         raise RunFailed(f"the analysis failed on {site} over {protocol}: "
                         f"{(lines or done.stderr.splitlines() or ['?'])[0]}")  # fmt: skip
-    return float(json.loads((out / "trace.json").read_text())["wall_s"])
+    meta = json.loads((out / "trace.json").read_text())
+    return float(meta["wall_s"]), float(meta["cpu_s"])
 
 
 def replayed(site: str, protocol: str, trace: Path) -> dict:
@@ -76,19 +77,24 @@ def replayed(site: str, protocol: str, trace: Path) -> dict:
 def measure(site: str, protocol: str, name: str, spec: dict, tree: str, runs: int) -> dict:
     trace = DATA / "traces" / name
     file = DATA / json.loads((trace / "trace.json").read_text())["recorded_on"]["files"][0]
-    real, pred = [], []
+    real, pred, cpu = [], [], []
     with tempfile.TemporaryDirectory(prefix="instore-fidelity-") as tmp:
         for k in range(runs):
-            drop_caches()
-            real.append(real_run(site, protocol, file, spec["analysis"], tree, Path(tmp) / f"r{k}"))
-            drop_caches()
+            drop_caches(spec["analysis"], tree, file)
+            wall, used = real_run(site, protocol, file, spec["analysis"], tree, Path(tmp) / f"r{k}")
+            real.append(wall)
+            cpu.append(used)
+            drop_caches(spec["analysis"], tree, file)
             pred.append(replayed(site, protocol, trace)["wall_s"])
     r, p = statistics.median(real), statistics.median(pred)
+    recorded_cpu = json.loads((trace / "trace.json").read_text())["cpu_s"]
     row = {"trace": name, "site": site, "protocol": protocol, "real_wall_s": real,
+           "real_cpu_s": cpu, "recorded_cpu_s": recorded_cpu,
            "replay_wall_s": pred, "real_median_s": r, "replay_median_s": p,
            "predicted_over_real": p / r}  # fmt: skip
     print(
-        f"{name} on {site} over {protocol}: real {r:.2f} s, replay {p:.2f} s, ratio {p / r:.3f}",
+        f"{name} on {site} over {protocol}: real {r:.2f} s (CPU {statistics.median(cpu):.2f} "
+        f"s; recorded {recorded_cpu:.2f} s), replay {p:.2f} s, ratio {p / r:.3f}",
         flush=True,
     )
     return row
