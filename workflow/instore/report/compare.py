@@ -139,30 +139,33 @@ def jobfill_compare(stats: pd.DataFrame) -> None:
                percent=tuple(table.columns))  # fmt: skip
 
 
+def _by_site(stats: pd.DataFrame, section: str, index: list[str]) -> pd.DataFrame | None:
+    """The section's median CPU efficiency per ``index``, one column per site."""
+    part = stats[stats["section"] == section]
+    if part.empty:
+        return None
+    table = part.pivot_table(index=index, columns="site", values="cpu_efficiency_median",
+                             aggfunc="median")  # fmt: skip
+    table.columns.name = None
+    return table
+
+
 def replay_compare(stats: pd.DataFrame) -> None:
     """Each recorded analysis's predicted CPU efficiency per protocol, by site."""
-    part = stats[stats["section"] == "replay"]
-    if part.empty:
-        return
-    table = part.pivot_table(index=["trace", "protocol"], columns="site",
-                             values="cpu_efficiency_median", aggfunc="median")  # fmt: skip
-    table.columns.name = None
-    show.table(table.reset_index(), "A recorded analysis's predicted CPU efficiency, by site",
-               "replay_compare", percent=tuple(table.columns))  # fmt: skip
+    table = _by_site(stats, "replay", ["trace", "protocol"])
+    if table is not None:
+        show.table(table.reset_index(), "A recorded analysis's predicted CPU efficiency, by "
+                   "site", "replay_compare", percent=tuple(table.columns))  # fmt: skip
 
 
 def load_compare(stats: pd.DataFrame) -> None:
     """The clients' median predicted CPU efficiency per protocol and load, by site."""
-    part = stats[stats["section"] == "load"]
-    if part.empty:
-        return
-    table = part.pivot_table(index=["protocol", "fill"], columns="site",
-                             values="cpu_efficiency_median", aggfunc="median")  # fmt: skip
-    table.columns.name = None
-    show.table(table.reset_index().rename(columns={"fill": "clients"}),
-               "Many clients at once: the clients' median predicted CPU efficiency, by site "
-               "(each site's load page names what saturated)", "load_compare",
-               percent=tuple(table.columns))  # fmt: skip
+    table = _by_site(stats, "load", ["protocol", "fill"])
+    if table is not None:
+        show.table(table.reset_index().rename(columns={"fill": "clients"}),
+                   "Many clients at once: the clients' median predicted CPU efficiency, by site "
+                   "(each site's load page names what saturated)", "load_compare",
+                   percent=tuple(table.columns))  # fmt: skip
 
 
 def best_and_worst(stats: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
