@@ -144,6 +144,7 @@ def _by_site(stats: pd.DataFrame, section: str, index: list[str]) -> pd.DataFram
     part = stats[stats["section"] == section]
     if part.empty:
         return None
+    part = part.assign(**{c: part[c].fillna("") for c in index})  # a key left unset is blank
     table = part.pivot_table(index=index, columns="site", values="cpu_efficiency_median",
                              aggfunc="median")  # fmt: skip
     table.columns.name = None
@@ -152,7 +153,7 @@ def _by_site(stats: pd.DataFrame, section: str, index: list[str]) -> pd.DataFram
 
 def replay_compare(stats: pd.DataFrame) -> None:
     """Each recorded analysis's predicted CPU efficiency per protocol, by site."""
-    table = _by_site(stats, "replay", ["trace", "protocol"])
+    table = _by_site(stats, "replay", ["trace", "protocol", "cache_state"])
     if table is not None:
         show.table(table.reset_index(), "A recorded analysis's predicted CPU efficiency, by "
                    "site", "replay_compare", percent=tuple(table.columns))  # fmt: skip
