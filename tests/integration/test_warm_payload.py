@@ -114,6 +114,20 @@ def wait_for_child(pid: int, timeout: float = 60.0) -> int:
     raise AssertionError(f"no job started under the warm payload {pid}")
 
 
+def wait_for_job_output(parent: int, child: int, timeout: float = 30.0) -> None:
+    """Until the forked child has its own stderr (the job's, which the record quotes): a
+    signal before that hits a child that is not yet the job (seen: exit 129, "(no output)")."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if os.readlink(f"/proc/{child}/fd/2") != os.readlink(f"/proc/{parent}/fd/2"):
+                return
+        except OSError:
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"the job {child} never got its own stderr")
+
+
 def in_background(payload: warm.WarmPayload, argv: list[str], timeout: float) -> dict:
     """Send a job without waiting for it; the dict gets its record and launch info."""
     out: dict = {}
@@ -222,6 +236,7 @@ def test_a_crashed_job_is_recorded_and_the_next_job_is_measured(
             warm_payload, read_argv(data / "ordered.root", "--start-at", later), 300
         )
         child = wait_for_child(parent)
+        wait_for_job_output(parent, child)
         os.kill(child, sig)  # as a crash in ROOT, or the kernel's OOM killer, would
         job["thread"].join(60)
         assert said in job["record"]["error"]
