@@ -3,24 +3,30 @@ recorder against an emulated spindle (lan-hdd under a test name) that `instore r
 brings up and down, then one sweep of the replay and load sections on that site: a replay
 point predicts the analysis's CPU efficiency per protocol; a load point replays it by 1 and 16
 clients at once, each reading its own byte copy of the file, keeps every client's record and
-records what the worker, the XRootD server, the disk and the link did. Needs root."""
+records what the worker, the XRootD server, the disk and the link did; a filesystem point runs
+on the site rebuilt on an xfs disk. Then a load point whose XRootD server is killed while its
+clients read. Needs root."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
 import yaml
 from instore.report.load import capacity, points
 from instore.site import load_site
-from instore.site.emulated import existing, teardown
+from instore.site.emulated import attach, existing, faults, teardown
 from instore.site.emulated.names import SiteNames
 
 pytestmark = [
@@ -46,7 +52,7 @@ def _site_file(tmp_path: Path) -> Path:
     data = yaml.safe_load(load_site("lan-hdd").path.read_text())
     data.update(name=SITE, protocols=["posix", "xrootd"])
     data.pop("stage_in", None)
-    data["disk"]["size_mb"] = 256
+    data["disk"]["size_mb"] = 320  # the filesystem point's xfs wants 300 MB
     path = tmp_path / f"{SITE}.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -72,12 +78,20 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
         "traces": {"up": {"analysis": str(ANALYSES["uproot"]), "fileset": "copies",
                           "site": str(site)}},
         "sections": {"replay": {"trace": ["up"], "protocol": ["posix", "xrootd"]},
-                     "load": {"trace": ["up"], "fill": FILLS, "protocol": ["xrootd"]}},
+                     "load": {"trace": ["up"], "fill": FILLS, "protocol": ["xrootd"]},
+                     "filesystem": {"trace": ["up"], "fill": [4], "filesystem": ["xfs"],
+                                    "protocol": ["xrootd"]}},
     }  # fmt: skip
     study = tmp / "study.yaml"
     study.write_text(yaml.safe_dump({"profile": "t", "profiles": {"t": profile}}))
+    # a 30 s job limit: a replay's requests time out after 10 s of it (a third), so a client
+    # stuck on the dead server ends with its own record, naming the request
+    killed = {**profile, "timeout_s": 30, "sections": {
+        "load": {"trace": ["up"], "fill": [COPIES], "protocol": ["xrootd"]}}}  # fmt: skip
+    kill_study = tmp / "kill-study.yaml"
+    kill_study.write_text(yaml.safe_dump({"profile": "t", "profiles": {"t": killed}}))
     try:
-        yield {"data": data, "site": site, "study": study, "tmp": tmp}
+        yield {"data": data, "site": site, "study": study, "tmp": tmp, "kill_study": kill_study}
     finally:
         teardown(NAMES)
     assert not existing(NAMES)
@@ -111,14 +125,22 @@ def test_both_analyses_select_the_same_events_and_are_recorded(env: dict[str, Pa
         assert trace["command"][-1].startswith("root://")
 
 
-def test_replay_and_load_sections_in_one_sweep(env: dict[str, Path]) -> None:
+def _sweep_argv(env: dict[str, Path], study: Path, results: Path) -> list[str]:
+    return [sys.executable, "-m", "instore.cli", "sweep", "--site", str(env["site"]),
+            "--study", str(study), "--data", str(env["data"]), "--results", str(results),
+            "--scratch", str(env["tmp"] / "scratch"), "--runtime", "none", "--no-progress"]  # fmt: skip
+
+
+def _need_trace(env: dict[str, Path]) -> None:
     if not (env["data"] / "traces" / "up" / "trace.json").exists():
         pytest.skip("the recording test failed first")
+
+
+def test_replay_load_and_filesystem_sections_in_one_sweep(env: dict[str, Path]) -> None:
+    _need_trace(env)
     results = env["tmp"] / "results"
-    done = _instore("sweep", "--site", str(env["site"]), "--study", str(env["study"]),
-                    "--data", str(env["data"]), "--results", str(results),
-                    "--scratch", str(env["tmp"] / "scratch"), "--runtime", "none",
-                    "--no-progress", timeout=600)  # fmt: skip
+    done = subprocess.run(_sweep_argv(env, env["study"], results), capture_output=True,
+                          text=True, timeout=600, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
 
     replay = pd.read_parquet(results / SITE / "replay.parquet")
@@ -153,3 +175,67 @@ def test_replay_and_load_sections_in_one_sweep(env: dict[str, Path]) -> None:
     assert table["aggregate_mb_per_s"].gt(0).all() and table["failed"].eq(0).all()
     assert table["saturated"].map(bool).all()
     assert len(capacity(table)) == 1
+
+    # the filesystem point ran on the site brought up again on an xfs disk, as mounted
+    fs = pd.read_parquet(results / SITE / "filesystem.parquet")
+    assert len(fs) == 4 and (fs["status"] == "ok").all(), fs["error"].dropna().unique()
+    assert set(fs["filesystem"]) == {"xfs"}
+    disk = {json.loads(c)["emulation"]["disk"]["filesystem"] for c in fs["conditions"]}
+    assert disk == {"xfs"}
+    assert {json.loads(c)["emulation"]["disk"]["filesystem"] for c in load["conditions"]} == {
+        "ext4"
+    }
+
+
+def _replays_reading(sweep: subprocess.Popen[str]) -> int:
+    """The sweep's replay clients connected to the site's XRootD now."""
+    count = 0
+    for proc in psutil.Process(sweep.pid).children(recursive=True):
+        try:
+            conns = proc.net_connections(kind="tcp")
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+        count += any(c.raddr and c.raddr.ip.removeprefix("::ffff:") == NAMES.storage_ip
+                     for c in conns)  # fmt: skip
+    return count
+
+
+def test_xrootd_killed_mid_load_point_loses_no_client(env: dict[str, Path]) -> None:
+    """The server SIGKILLed while 16 replays read: every client is a row, the cut ones failed
+    with the request that failed and why, and the sweep ends saying so."""
+    _need_trace(env)
+    results = env["tmp"] / "kill-results"
+    sweep = subprocess.Popen(_sweep_argv(env, env["kill_study"], results), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    errors: list[BaseException] = []
+
+    def kill_when_reading() -> None:
+        try:
+            deadline = time.monotonic() + 180
+            while _replays_reading(sweep) < 4:
+                assert sweep.poll() is None and time.monotonic() < deadline, "no replay read"
+                time.sleep(0.02)
+            faults.kill_server(attach(SITE))
+        except BaseException as err:  # reported below
+            errors.append(err)
+
+    thread = threading.Thread(target=kill_when_reading)
+    thread.start()
+    try:
+        out, err = sweep.communicate(timeout=600)
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, signal.SIGKILL)
+        thread.join(timeout=60)
+    assert not errors, errors
+    assert sweep.returncode == 1, err[-3000:]
+    assert "1 with failed jobs" in out, out
+    load = pd.read_parquet(results / SITE / "load.parquet")
+    assert len(load) == COPIES and load["urls"].nunique() == COPIES, "no client lost"
+    failed = load[load["status"] != "ok"]
+    assert len(failed) >= 4, "the clients reading when the server died failed"
+    for error in failed["error"]:
+        assert "failed" in error and "root://" in error, error  # the request, its URL, why
+    table = points(load)
+    assert table["failed"].iloc[0] == len(failed)
+    assert not existing(NAMES), "the sweep left its site behind"

@@ -53,7 +53,7 @@ def test_new_knobs_enter_the_key_when_set() -> None:
     base = Point(section="caching", protocol="xcache")
     keys = {base.key("wan", FILES)}
     for knob, value in zip(
-        KEYED_IF_SET, ("warm", 25.0, 100.0, "nano16", "agc-rdf", "bfq"), strict=True
+        KEYED_IF_SET, ("warm", 25.0, 100.0, "nano16", "agc-rdf", "bfq", "xfs"), strict=True
     ):
         keys.add(Point(section="caching", protocol="xcache", **{knob: value}).key("wan", FILES))
     assert len(keys) == 1 + len(KEYED_IF_SET)
@@ -81,7 +81,7 @@ def test_cache_state_applies_to_xcache_reads_only(tmp_path: Path) -> None:
 
 
 def test_shipped_caching_sections_run_on_wan_with_an_rtt_axis() -> None:
-    for profile, rtts in (("quick", 2), ("full", 4)):
+    for profile, rtts in (("quick", 2), ("full", 3)):
         study = load_study(overrides={"profile": profile})
         points = expand(study, "caching")
         assert section_sites(study, "caching") == ("wan",)

@@ -1,7 +1,7 @@
 """The load page's verdicts from a point's rows: each resource's use of its limit (the disk's
 against the emulated spindle's IOPS, rescaled to the span the clients ran), the one nearest
-its limit named as saturated at 80%, slow opens named when nothing is full, and the most
-clients served at 80% CPU efficiency."""
+its limit named as saturated at 80%, slow opens named when nothing is full, the most
+clients served at 80% CPU efficiency, and events per second and HEPiX's fixed-time figure."""
 
 from __future__ import annotations
 
@@ -47,3 +47,27 @@ def test_slow_opens_are_named_when_no_resource_is_full() -> None:
     table = points(_rows(64, 0.2, 10.0, 15.0))
     assert table.loc[0, "saturated"].endswith("opens slow (p95 15.0 s)")
     assert bottleneck({"host CPU": float("nan")}) == "unknown (no counters)"
+
+
+def test_events_per_second_and_the_hepix_figure_in_fixed_time_mode() -> None:
+    """4 clients started 0.5 s apart, each running 2 s and standing for 2.5 passes of a
+    1000-event job; the last failed and does not count, so the others span 3 s."""
+    start = pd.Timestamp("2026-11-25T12:00:00Z")
+    rows = _rows(4, 0.9, 10.0, 0.01).assign(
+        start_time=[(start + pd.Timedelta(seconds=0.5 * i)).isoformat(timespec="milliseconds")
+                    for i in range(4)],
+        events=2500.0, passes=2.5, fixed_time_s=2.0, status=["ok", "ok", "ok", "failed"],
+    )  # fmt: skip
+    row = points(rows).iloc[0]
+    assert row["aggregate_events_per_s"] == 3 * 2500 / 3.0
+    assert row["fixed_time_s"] == 2.0 and row["events_in_fixed_time"] == 7500.0
+
+
+def test_no_events_known_and_no_fixed_time() -> None:
+    """Records of traces without events (or from before they were recorded): NaN, not 0."""
+    row = points(_rows(2, 0.9, 10.0, 0.01)).iloc[0]
+    assert np.isnan(row["aggregate_events_per_s"])
+    assert np.isnan(row["fixed_time_s"]) and np.isnan(row["events_in_fixed_time"])
+    unknown = _rows(2, 0.9, 10.0, 0.01).assign(events=None, fixed_time_s=0.0)
+    row = points(unknown).iloc[0]
+    assert np.isnan(row["aggregate_events_per_s"]) and np.isnan(row["events_in_fixed_time"])

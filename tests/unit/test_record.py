@@ -51,7 +51,7 @@ COLUMNS = {
     # the point's own fields
     "section", "layout", "protocol", "cache_mb", "readahead_kb", "block_readahead_kb",
     "uproot_gap_kb", "branches", "entry_fraction", "cpu_us", "fill", "nodes", "repetition",
-    "cache_state", "rtt_ms", "bandwidth_mbit", "fileset", "trace", "io_scheduler",
+    "cache_state", "rtt_ms", "bandwidth_mbit", "fileset", "trace", "io_scheduler", "filesystem",
 }  # fmt: skip
 
 

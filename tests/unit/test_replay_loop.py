@@ -1,5 +1,6 @@
 """The closed loop on a local file: the recorded think time is kept, the reads are the
-recorded ones, and a replay that fails part-way records what it measured and why it stopped."""
+recorded ones, a replay that fails part-way records what it measured and why it stopped, and
+HEPiX's fixed-time mode replays the trace until the time is up and counts the events."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from instore.replay.trace import load_trace
 
 SIZE = 1 << 20
 GAP = 0.15  # think time between responses and the next request, as recorded
+EVENTS = 4000  # the events the recorded job processed
+URL_MAP = "root://old.example//store/={}/data/"
 
 
-def _trace(tmp_path: Path) -> Path:
+def _trace(tmp_path: Path, gap: float = GAP, events: int | None = EVENTS) -> Path:
     """A recorded job: lead-in 0.1 s, open, a read, two vector reads, close, tail 0.05 s."""
     t = 1000.0
     rows = []
@@ -26,7 +29,7 @@ def _trace(tmp_path: Path) -> Path:
     def add(op: str, args: str, dur: float, resp: str = "") -> None:
         nonlocal t
         rows.append(f'"9","{op}","{t:.9f}","{args}","{t + dur:.9f}","[SUCCESS]","{resp}"')
-        t += dur + GAP
+        t += dur + gap
 
     add("Open", "root://old.example//store/f.root;16;0;0", 0.01)
     add("Read", "0;4096;0", 0.001, "4096")
@@ -37,9 +40,10 @@ def _trace(tmp_path: Path) -> Path:
     trace = tmp_path / "trace"
     trace.mkdir()
     (trace / "xrdcl.csv").write_text("\n".join(rows) + "\n")
-    end = t - GAP + 0.05
+    end = t - gap + 0.05
     meta = {"trace_version": 1, "start_unix": 999.9, "end_unix": end, "wall_s": end - 999.9,
-            "cpu_s": 0.5, "user_s": 0.4, "sys_s": 0.1, "exit_code": 0, "command": ["ana"]}  # fmt: skip
+            "cpu_s": 0.5, "user_s": 0.4, "sys_s": 0.1, "exit_code": 0, "command": ["ana"],
+            "events": events}  # fmt: skip
     (trace / "trace.json").write_text(json.dumps(meta))
     data = tmp_path / "data"
     data.mkdir()
@@ -62,6 +66,8 @@ def test_closed_loop_keeps_think_time_and_reads(tmp_path: Path) -> None:
     assert rec.predicted_cpu_efficiency == pytest.approx(0.5 / rec.wall_s)
     assert rec.read_latency_p50_s is not None and rec.read_latency_p99_s is not None
     assert rec.read_latency_p50_s <= rec.read_latency_p99_s
+    assert rec.passes == 1.0 and rec.fixed_time_s == 0.0
+    assert rec.events == EVENTS and rec.events_per_s == pytest.approx(EVENTS / rec.wall_s)
 
 
 def test_failure_part_way_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,6 +91,42 @@ def test_failure_part_way_is_recorded(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "VectorRead (request 2 of 6)" in rec["error"] and "the disk went away" in rec["error"]
     assert rec["bytes_read"] == 4096 and rec["read_calls"] == 1
     assert rec["predicted_cpu_efficiency"] is None and rec["predicted_wall_s"] is None
+    # it stood for the job as far as the read it completed: the open, its gap and the read
+    done = load_trace(trace_dir).progress()[1]
+    assert rec["passes"] == pytest.approx(done) and rec["events"] == pytest.approx(EVENTS * done)
+
+
+def test_fixed_time_replays_until_the_time_is_up(tmp_path: Path) -> None:
+    """HEPiX's method: pass after pass (about 0.27 s each here) until 0.7 s have passed, then
+    stop mid-pass; the cut pass counts as far as the recorded job had got."""
+    trace = load_trace(_trace(tmp_path, gap=0.02))
+    fixed = 0.7
+    rec = replay(trace, by_url_map(trace.files, [URL_MAP.format(tmp_path)]), fixed_time_s=fixed)
+    assert rec.error is None and rec.fixed_time_s == fixed
+    assert rec.wall_s == pytest.approx(fixed, abs=0.1)
+    assert rec.passes is not None and 1 < rec.passes < 4
+    whole = int(rec.passes)
+    assert any(rec.passes - whole == pytest.approx(p) for p in [0.0, *trace.progress()])
+    assert rec.requests_done >= 6 * whole and rec.bytes_read >= whole * (4096 + 21000 + 100)
+    assert rec.events == pytest.approx(rec.passes * EVENTS)
+    assert rec.events_per_s == pytest.approx(rec.events / rec.wall_s)
+    assert rec.predicted_cpu_efficiency == pytest.approx(0.5 * rec.passes / rec.wall_s)
+    assert rec.predicted_wall_s == pytest.approx(rec.wall_s / rec.passes)
+
+
+def test_no_events_in_the_trace_and_a_negative_fixed_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace_dir = _trace(tmp_path, gap=0.01, events=None)
+    trace = load_trace(trace_dir)
+    rec = replay(trace, by_url_map(trace.files, [URL_MAP.format(tmp_path)]))
+    assert rec.passes == 1.0 and rec.events is None and rec.events_per_s is None
+    code = main(["replay", str(trace_dir), "--url-map", URL_MAP.format(tmp_path),
+                 "--fixed-time", "-1"])  # fmt: skip
+    assert code == 2
+    assert "fixed time is negative -- give --fixed-time 0 (replay once) or more seconds" in (
+        capsys.readouterr().err
+    )
 
 
 def test_target_too_small_or_missing(tmp_path: Path) -> None:

@@ -44,10 +44,30 @@ def test_replay_points_read_the_traces_file_set_with_the_replayer(tmp_path: Path
                     tmp_path, start_at=12.5, data=tmp_path / "files")  # fmt: skip
     assert argv == ("instore", "replay", str(tmp_path / "files" / "traces" / "rdf"),
                     "--target", "root://h:1094//data/nano-ordered-r0.root", "--record-only", "--no-check",
-                    "--start-at", "12.500")  # fmt: skip
+                    "--timeout", "60", "--start-at", "12.500")  # fmt: skip
     # ROOT's XRootD client and PyPI xrootd's cannot share a process: the replayer (PyPI
     # xrootd) is forked by the warm payload that holds no ROOT
     assert payload_engine(points[0]) == "uproot"
+
+
+def test_a_fixed_time_replay_point_replays_for_that_long(tmp_path: Path) -> None:
+    """The HEPiX axis reaches a replay job as it reaches a reading one (Point.read_args)."""
+    study = load_study(_study(tmp_path, sections={"replay": {"trace": ["rdf"],
+                                                             "fixed_time_s": [0, 30]}}))  # fmt: skip
+    once, timed = expand(study, "replay")
+    argv = job_argv(timed, "/d/f.root", "Events", tmp_path, data=tmp_path / "files")
+    assert argv[argv.index("--fixed-time") + 1] == "30"
+    assert "--fixed-time" not in job_argv(once, "/d/f.root", "Events", tmp_path, data=tmp_path)
+
+
+def test_a_replay_request_times_out_within_a_third_of_the_job_time_out(tmp_path: Path) -> None:
+    """A request stuck on a dead server ends the replay with its own record (the request and
+    why) before the sweep kills the job, which would leave only "timed out"."""
+    point = expand(load_study(_study(tmp_path)), "replay")[0]
+    for job_timeout, request_timeout in ((30, "10"), (600, "60"), (None, "60")):
+        argv = job_argv(point, "root://h//f.root", "Events", tmp_path, data=tmp_path,
+                        job_timeout_s=job_timeout)  # fmt: skip
+        assert argv[argv.index("--timeout") + 1] == request_timeout
 
 
 def test_a_replay_job_names_its_trace_by_absolute_path(

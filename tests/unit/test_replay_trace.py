@@ -4,6 +4,7 @@ refusals of what is not a trace."""
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
@@ -11,11 +12,12 @@ from pathlib import Path
 import pytest
 from instore.cli import main
 from instore.errors import InstoreError
-from instore.replay.record_cmd import record
+from instore.replay.record_cmd import events_in_line, record
 from instore.replay.targets import by_url_map, file_name
 from instore.replay.trace import (
     REDACTED,
     Request,
+    Trace,
     load_trace,
     parse_csv,
     sanitize_line,
@@ -192,6 +194,89 @@ def test_record_keeps_no_credential_and_every_process(tmp_path: Path) -> None:
     assert [r.op for r in trace.requests] == ["Open", "Read", "Close"] * 2
     assert trace.files == ("root://h//a.root",)
     assert trace.summary()["bytes_read"] == 200
+
+
+# A job printing as analyses/agc_ttbar_*.py do: its result as one JSON line, among others.
+PRINTING_JOB = (
+    "import json, sys\n"
+    "print('processing', flush=True)\n"
+    "print(json.dumps({'analysis': 'a', 'events': 1234, 'cutflow': {'all': 1234}}))\n"
+    "print(json.dumps({'events': 'many'}))\n"  # not an integer: not the job's events
+    "sys.stdout.write('done, no newline')\n"
+)
+
+
+def test_record_learns_the_events_the_job_prints_and_passes_its_output_on(
+    tmp_path: Path,
+) -> None:
+    out = io.BytesIO()
+    code, trace_dir = record([sys.executable, "-c", PRINTING_JOB], tmp_path / "tr", stdout=out)
+    assert code == 0
+    printed = out.getvalue().decode()
+    assert printed.startswith("processing\n{") and printed.endswith("}\ndone, no newline")
+    meta = json.loads((trace_dir / "trace.json").read_text())
+    assert (meta["events"], meta["events_from"]) == (1234, "stdout")
+    # no XRootD request was made: the trace holds metadata only (what load_trace reads)
+    assert (trace_dir / "xrdcl.csv").read_text() == ""
+
+
+def test_record_events_given_win_and_unknown_stay_none(tmp_path: Path) -> None:
+    _, given = record([sys.executable, "-c", PRINTING_JOB], tmp_path / "a", events=99,
+                      stdout=io.BytesIO())  # fmt: skip
+    assert json.loads((given / "trace.json").read_text())["events"] == 99
+    _, silent = record([sys.executable, "-c", "print('no result')"], tmp_path / "b",
+                       stdout=io.BytesIO())  # fmt: skip
+    meta = json.loads((silent / "trace.json").read_text())
+    assert meta["events"] is None and meta["events_from"] is None
+
+
+def test_negative_events_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["record", "--events", "-5", "--out", str(tmp_path / "t"), "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "events is negative -- give --events 0 or more" in err
+    assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize(
+    ("line", "events"),
+    [
+        ('{"analysis": "x", "events": 10}', 10),
+        (b'  {"events": 0}\r', 0),
+        ('{"events": true}', None),
+        ('{"events": 1.5}', None),
+        ('{"events": -1}', None),
+        ("[1, 2]", None),
+        ('{"events": 3', None),
+        ("events: 3", None),
+    ],
+)
+def test_events_in_line(line: str | bytes, events: int | None) -> None:
+    assert events_in_line(line) == events
+
+
+def test_trace_events_in_summary_and_old_traces_without_them(tmp_path: Path) -> None:
+    (tmp_path / "xrdcl.csv").write_text(ROOT_CSV)
+    (tmp_path / "trace.json").write_text(json.dumps({"trace_version": 1, "wall_s": 1.0}))
+    assert load_trace(tmp_path).summary()["events"] is None  # recorded before events were
+    (tmp_path / "trace.json").write_text(json.dumps({"trace_version": 1, "events": 5000}))
+    assert load_trace(tmp_path).summary()["events"] == 5000
+
+
+def test_progress_along_the_recorded_timeline() -> None:
+    """The recorded job ran from 99.6 to 101.0: after the open (ends 100.0025) it was 28.75%
+    through, after the close (ends 100.416) 58.3%; the rest was its tail (CPU)."""
+    files, requests, _ = parse_csv(ROOT_CSV, "t")
+    trace = _trace_of(files, requests, {"start_unix": 99.6, "end_unix": 101.0})
+    progress = trace.progress()
+    assert progress[0] == pytest.approx(0.4025 / 1.4)
+    assert progress[-1] == pytest.approx(0.816 / 1.4)
+    assert progress == sorted(progress)
+    bare = _trace_of(files, requests, {})  # a bare CSV: the first request to the last
+    assert bare.progress()[0] == pytest.approx(0.0025 / 0.416) and bare.progress()[-1] == 1.0
+
+
+def _trace_of(files: list[str], requests: list[Request], meta: dict[str, float]) -> Trace:
+    return Trace(Path("t"), Path("t.csv"), tuple(files), tuple(requests), {}, meta)
 
 
 def test_record_refuses_preset_plugin(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -53,3 +53,23 @@ def test_points_the_site_cannot_run_start_nothing(
     assert summary.skipped == {"block readahead is only set on emulated disks": 2}
     assert "0 point(s), 0 already measured, 2 skipped" in summary.line()
     assert pd.read_parquet(summary.tables["readahead"]).empty
+
+
+def test_a_filesystem_axis_on_a_real_site_is_skipped_saying_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    study = {**STUDY}
+    study["profiles"] = {"t": {**STUDY["profiles"]["t"], "sections": {
+        "readahead": {"protocol": ["posix"], "filesystem": ["ext4", "xfs"]}}}}  # fmt: skip
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
+    data = tmp_path / "files"
+    data.mkdir()
+    (data / "ordered-r0.root").write_bytes(b"")
+    site = write_real_site(tmp_path / "local.yaml", {"posix": f"{data}/{{file}}"})
+    monkeypatch.setattr(runner, "open_site", _refuse)
+    monkeypatch.setattr(runner, "cluster_client", _refuse)
+    opts = SweepOptions(study=load_study(tmp_path / "study.yaml"), site=str(site),
+                        sections=["readahead"], data=data, results=tmp_path / "results",
+                        progress=False)  # fmt: skip
+    summary = runner.run_site(opts)
+    assert summary.skipped == {"the file system is only chosen for emulated disks": 2}

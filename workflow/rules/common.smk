@@ -98,9 +98,8 @@ def dataset_list(wildcards):
 
 # The recorded analyses (traces.smk): each trace's spec, script and input file, and the
 # traces a site's sweep replays.
-from instore.study.files import replica_name
+from instore.study.files import replica_name, traces_dir
 from instore.study.grid import axis_value
-from instore.sweep.jobs import traces_dir
 
 
 def trace_spec(wildcards):

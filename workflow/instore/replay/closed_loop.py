@@ -6,6 +6,10 @@ the replay's wall time is the recorded job's wall time on that storage.
 Requests the client had in flight together are issued one after another (their overlap is
 counted in the record). A Stat is answered from the open's stat: every source stats a file
 once when it opens it, as XrdCl's cached ``Stat(force=false)`` in the recording does.
+
+HEPiX's fixed-time mode replays the trace again and again, each pass opening the files anew as
+the job did, until the time is up, then stops where it is: the record counts the passes, the
+last one as far as the recorded job's timeline had got, and the events they stand for.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from instore.payload.runner import CGROUP_ENV, join_site_cgroup, wait_until
 from instore.record import Provenance, size_histogram, utc_now
 from instore.replay.result import ReplayRecord, percentile
 from instore.replay.targets import Targets
-from instore.replay.trace import READ_OPS, Request, Trace
+from instore.replay.trace import READ_OPS, Request, ThinkTimes, Trace
 from instore.urls import XROOTD_SCHEMES
 
 MISSING_FIX = "put the files there (`instore site upload SITE`), or fix --url-map"
@@ -96,6 +100,10 @@ class _Replay:
         self.vector_reads = 0
         self.stats = 0
         self.done = 0
+        self.progress = trace.progress()
+        self.at = 0  # the request in hand (the one that failed, if one did)
+        self.passes = 0  # complete passes
+        self.partial = 0.0  # how far along the job's timeline the pass in hand has got
 
     def pause(self, seconds: float) -> None:
         """Sleep the think time; an oversleep is taken off the next pause, so the total think
@@ -110,6 +118,34 @@ class _Replay:
         self.debt = time.perf_counter() - t0 - want
         self.overshoot += self.debt
         self.debt = max(0.0, self.debt)
+
+    def think_until(self, seconds: float, deadline: float | None) -> bool:
+        """Pause ``seconds``, but not past ``deadline`` (perf_counter; None: no deadline);
+        False when the deadline came first."""
+        if deadline is None:
+            self.pause(seconds)
+            return True
+        left = deadline - time.perf_counter()
+        self.pause(max(0.0, min(seconds, left)))
+        return seconds < left
+
+    def one_pass(self, think: ThinkTimes, deadline: float | None) -> bool:
+        """The trace once: lead-in, each request after its think time, tail; False when the
+        deadline cut it short (no request is issued after it)."""
+        self.partial = 0.0
+        if not self.think_until(think.lead_s, deadline):
+            return False
+        for i, r in enumerate(self.trace.requests):
+            self.at = i
+            if not self.think_until(think.before[i], deadline):
+                return False
+            self.issue(r)
+            self.partial = self.progress[i]
+        if not self.think_until(think.tail_s, deadline):
+            return False
+        self.close_all()  # what the job left open closed at its end; the next pass opens anew
+        self.passes, self.partial = self.passes + 1, 0.0
+        return True
 
     def issue(self, r: Request) -> None:
         from instore.payload.source.base import open_backend
@@ -188,16 +224,29 @@ def _own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _passes(state: _Replay, think: ThinkTimes, deadline: float | None) -> None:
+    """One pass; in fixed-time mode (a deadline) pass after pass until the deadline."""
+    while state.one_pass(think, deadline):
+        if deadline is None or time.perf_counter() >= deadline:
+            return
+
+
 def replay(
     trace: Trace,
     targets: Targets,
     timeout: float = 60.0,
     start_at: float | None = None,
     check: bool = True,
+    fixed_time_s: float = 0.0,
 ) -> ReplayRecord:
     """Replay ``trace`` closed-loop against ``targets``; the record says what it measured,
     and, when a request failed, which one and why. ``start_at`` (Unix time): start the clock
-    then, with the other replays of a point, once this one is ready."""
+    then, with the other replays of a point, once this one is ready. ``fixed_time_s`` > 0:
+    HEPiX's method, replay it again and again for that long."""
+    if fixed_time_s < 0:
+        raise InstoreError(
+            "fixed time is negative", "give --fixed-time 0 (replay once) or more seconds"
+        )
     if check:
         check_targets(trace, targets, timeout)  # forks: before this process loads a client
     _join_site_cgroup(targets)
@@ -208,24 +257,17 @@ def replay(
     think = trace.think()
     state = _Replay(trace, targets, timeout)
     error: str | None = None
-    stopped_at: int | None = 0
     start_time = utc_now()
     cpu0 = _own_cpu()
     t0 = time.perf_counter()
     try:
-        state.pause(think.lead_s)
-        for i, r in enumerate(trace.requests):
-            stopped_at = i
-            if i:
-                state.pause(think.before[i])
-            state.issue(r)
-        stopped_at = None
-        state.pause(think.tail_s)
+        _passes(state, think, t0 + fixed_time_s if fixed_time_s > 0 else None)
     except KeyboardInterrupt:
-        error = f"interrupted at request {stopped_at} of {len(trace.requests)}"
+        error = f"interrupted at request {state.at} of {len(trace.requests)}"
     except Exception as err:  # any source's failure ends the replay; the record keeps why
-        r = trace.requests[stopped_at or 0]
-        error = (f"{r.op} (request {stopped_at} of {len(trace.requests)}) on "
+        r = trace.requests[state.at]
+        where = f" in pass {state.passes + 1}" if fixed_time_s > 0 else ""
+        error = (f"{r.op} (request {state.at} of {len(trace.requests)}{where}) on "
                  f"{targets.urls[r.file]} failed: {err}")  # fmt: skip
     finally:
         state.close_all()
@@ -234,6 +276,9 @@ def replay(
     recorded = trace.summary()
     cpu = recorded.get("cpu_s")
     complete = error is None
+    passes = state.passes + state.partial
+    ran = complete and passes > 0 and wall > 0
+    events = None if recorded["events"] is None else recorded["events"] * passes
     return ReplayRecord(
         trace=str(trace.path),
         command=trace.meta.get("command"),
@@ -262,15 +307,19 @@ def replay(
         overlapping_requests=think.overlapping,
         skipped_recorded=dict(trace.skipped),
         recorded=recorded,
-        predicted_wall_s=wall if complete else None,
-        predicted_cpu_efficiency=cpu / wall if complete and cpu and wall > 0 else None,
+        predicted_wall_s=wall / passes if ran else None,
+        predicted_cpu_efficiency=cpu * passes / wall if ran and cpu else None,
         recorded_cpu_efficiency=(
             cpu / recorded["wall_s"] if cpu is not None and recorded.get("wall_s") else None
         ),
         error=error,
-        stopped_at=stopped_at if error else None,
+        stopped_at=state.at if error else None,
         client_cpu_s=client_cpu,
         ready_at=ready_at,
         start_lateness_s=lateness,
+        fixed_time_s=fixed_time_s,
+        passes=passes,
+        events=events,
+        events_per_s=events / wall if events is not None and wall > 0 else None,
         provenance=asdict(Provenance.collect()),
     )

@@ -18,11 +18,18 @@ def register(subparsers: Any) -> None:
         help="run an analysis with XRootD's recorder on; write a trace of its reads",
         description="Run COMMAND (any analysis: a ROOT macro, an RDataFrame or uproot script) "
         "with XRootD's recorder on in ROOT's and PyPI xrootd's clients, and write a trace: the "
-        "recorder's CSV of its root:// requests plus its wall and CPU time, exit code and "
-        "provenance, with every credential removed. Local and http(s) reads are not recorded.",
+        "recorder's CSV of its root:// requests plus its wall and CPU time, events, exit code "
+        "and provenance, with every credential removed. Local and http(s) reads are not "
+        "recorded. The job's stdout is passed on unchanged; the events it processed are "
+        '--events N, otherwise the "events" of the last line it prints on stdout that is a '
+        'JSON object with an integer "events" key (as analyses/agc_ttbar_*.py print their '
+        "result); neither: unknown, and replays give no events per second.",
     )
     rec.add_argument("--out", type=Path, default=None,
                      help="trace directory to write (default: trace-YYYYmmdd-HHMMSS)")  # fmt: skip
+    rec.add_argument("--events", type=int, default=None, metavar="N",
+                     help="the events the job processes (default: the integer \"events\" of the "
+                     "last JSON-object line the job prints on stdout; none: unknown)")  # fmt: skip
     on = rec.add_argument_group(
         "on a site",
         "record against a site's files: the site (an emulated one is brought up "
@@ -60,6 +67,10 @@ def register(subparsers: Any) -> None:
     rep.add_argument("--results", type=Path, default=Path("results"),
                      help="results directory an emulated site was brought up with")  # fmt: skip
     rep.add_argument("--timeout", type=float, default=60.0, help="per request, seconds")
+    rep.add_argument("--fixed-time", type=float, default=0.0, metavar="S",
+                     help="HEPiX method: replay the trace again and again until this many seconds "
+                     "have passed (default: 0, replay once); the record counts the passes and "
+                     "the events they stand for")  # fmt: skip
     rep.add_argument("--xrdreplay", action="store_true",
                      help="also run Debian's xrdreplay (open loop, root:// only) and record it")  # fmt: skip
     rep.add_argument("--out", type=Path, default=None, help="also write the record (JSON) here")
@@ -76,7 +87,7 @@ def register(subparsers: Any) -> None:
 
 
 def _record(args: argparse.Namespace) -> int:
-    from instore.replay.record_cmd import record
+    from instore.replay.record_cmd import check_events, record
 
     command = list(args.command)
     if command[:1] == ["--"]:
@@ -84,14 +95,16 @@ def _record(args: argparse.Namespace) -> int:
     out = args.out or Path(time.strftime("trace-%Y%m%d-%H%M%S"))
     if args.files and not args.site:
         raise InstoreError("--file names a file a site serves", "give --site S with it")
+    check_events(args.events)
     if args.site:
         code, trace_dir = _record_on_site(args, command, out)
     else:
-        code, trace_dir = record(command, out)
+        code, trace_dir = record(command, out, events=args.events)
     meta = json.loads((trace_dir / "trace.json").read_text())
+    events = "events unknown" if meta["events"] is None else f"{meta['events']} events"
     print(
         f"instore record: {trace_dir}: {meta['operations']} XRootD operations, wall "
-        f"{meta['wall_s']:.2f} s, CPU {meta['cpu_s']:.2f} s, exit code {code}; recorders "
+        f"{meta['wall_s']:.2f} s, CPU {meta['cpu_s']:.2f} s, {events}, exit code {code}; recorders "
         f"loaded: {', '.join(Path(p).name for p in meta['recorder']['loaded']) or 'none'}",
         file=sys.stderr,
     )
@@ -119,7 +132,7 @@ def _record_on_site(args: argparse.Namespace, command: list[str], out: Path) -> 
     with using_site(cfg, args.site_results, args.files) as live:
         urls = [live.url(args.protocol, f.name) for f in args.files]
         where = {"site": cfg.name, "protocol": args.protocol, "files": [f.name for f in args.files]}
-        return record([*command, *urls], out, where=where)
+        return record([*command, *urls], out, where=where, events=args.events)
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -141,7 +154,8 @@ def _replay(args: argparse.Namespace) -> int:
         from instore.replay.xrdreplay import xrdreplay_binary
 
         xrdreplay_binary(targets)
-    record = replay(trace, targets, args.timeout, args.start_at, check=not args.no_check)
+    record = replay(trace, targets, args.timeout, args.start_at, check=not args.no_check,
+                    fixed_time_s=args.fixed_time)  # fmt: skip
     if args.xrdreplay and record.error is None:
         from instore.replay.xrdreplay import run_xrdreplay
 
@@ -154,11 +168,19 @@ def _replay(args: argparse.Namespace) -> int:
     if args.record_only:
         return 1 if record.error else 0
     eff = record.predicted_cpu_efficiency
+    done, total = record.requests_done, record.requests_total
+    requests = f"{done}/{total} requests"
+    if args.fixed_time:
+        requests = (
+            f"{record.passes:.2f} passes in {args.fixed_time:g} s, {done} requests ({total} a pass)"
+        )
+    rate = record.events_per_s or 0.0
+    events = "" if record.events is None else f", {record.events:.0f} events ({rate:.1f}/s)"
     print(
-        f"instore replay: {record.requests_done}/{record.requests_total} requests, "
+        f"instore replay: {requests}, "
         f"{record.bytes_read} bytes in {record.read_calls} reads ({record.vector_reads} vector), "
         f"wall {record.wall_s:.3f} s (recorded {record.recorded.get('wall_s') or 0:.3f} s), "
-        f"predicted CPU efficiency {'n/a' if eff is None else f'{eff:.1%}'}"
+        f"predicted CPU efficiency {'n/a' if eff is None else f'{eff:.1%}'}{events}"
         + (f"; stopped: {record.error}" if record.error else ""),
         file=sys.stderr,
     )

@@ -11,6 +11,11 @@ line, so the recorder's raw lines (tokens in URLs included) never reach a disk, 
 processes of one job append instead of truncating each other's file (the recorder opens it with
 O_TRUNC). Which recorder each process loaded is read from its memory map while it runs.
 
+The job's stdout passes through this process to ours unchanged (through a pipe: a job that
+buffers its output when it is not a terminal prints it in larger pieces), so the trace learns
+how many events the job processed: the ``events`` of the last line it prints that is a JSON
+object with an integer ``events`` key (what analyses/ print as their result), unless given.
+
 Only XRootD requests are recorded: local (POSIX) and http(s) reads do not pass through XrdCl.
 """
 
@@ -20,16 +25,18 @@ import contextlib
 import fcntl
 import importlib.metadata
 import importlib.util
+import json
 import os
 import platform
 import re
 import socket
 import stat
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from instore import __version__
 from instore.errors import InstoreError
@@ -43,6 +50,11 @@ NOT_RECORDED = (
     "tracing system calls (strace) is not part of instore's set-up and would slow the very "
     "gaps between reads that a replay reproduces. The root:// reads recorded here replay over "
     "every protocol (instore replay --protocol)."
+)
+
+EVENTS_CONVENTION = (
+    'the last line the job prints on stdout that is a JSON object with an integer "events" '
+    "key (as analyses/agc_ttbar_*.py print their result)"
 )
 
 
@@ -95,6 +107,64 @@ class _Drain(threading.Thread):
         if self._rest:
             self.lines.append(sanitize_line(self._rest.decode(errors="replace")))
             self._rest = b""
+
+
+def events_in_line(line: bytes | str) -> int | None:
+    """The integer ``events`` of one stdout line that is a JSON object (None for any other
+    line): how a job tells the trace how many events it processed."""
+    text = line.strip()
+    if not text.startswith(b"{" if isinstance(text, bytes) else "{"):
+        return None  # most lines: not worth a JSON parse
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    events = obj.get("events") if isinstance(obj, dict) else None
+    if isinstance(events, int) and not isinstance(events, bool) and events >= 0:
+        return events
+    return None
+
+
+class _Tee(threading.Thread):
+    """Passes the job's stdout on unchanged, byte for byte, and keeps the events of the last
+    line stating them. A closed stdout of ours (a pipe's reader gone) stops the passing on,
+    not the reading: the job is never blocked on a full pipe."""
+
+    def __init__(self, fd: int, out: BinaryIO) -> None:
+        super().__init__(daemon=True, name="record-stdout")
+        self.fd, self.out = fd, out
+        self.events: int | None = None
+        self._rest = b""
+        self._passing = True
+
+    def run(self) -> None:
+        while chunk := os.read(self.fd, 1 << 16):
+            self.pass_on(chunk)
+            self.feed(chunk)
+
+    def pass_on(self, chunk: bytes) -> None:
+        if not self._passing:
+            return
+        try:
+            self.out.write(chunk)
+            self.out.flush()
+        except (OSError, ValueError):  # broken pipe, or a stream closed under us
+            self._passing = False
+
+    def feed(self, chunk: bytes) -> None:
+        *complete, self._rest = (self._rest + chunk).split(b"\n")
+        for line in complete:
+            self._see(line)
+
+    def finish(self) -> None:
+        """A last line the job never ended counts too."""
+        self._see(self._rest)
+        self._rest = b""
+
+    def _see(self, line: bytes) -> None:
+        found = events_in_line(line)
+        if found is not None:
+            self.events = found
 
 
 class _MapWatch(threading.Thread):
@@ -157,16 +227,34 @@ def _wait(pid: int) -> tuple[int, os.struct_rusage, bool]:
             interrupted = True
 
 
+def check_events(events: int | None) -> None:
+    """Refuse a negative --events before anything runs (a site is brought up, a job runs)."""
+    if events is not None and events < 0:
+        raise InstoreError("events is negative", "give --events 0 or more (what the job processes)")
+
+
+def _stdout_pipe() -> tuple[int, int]:
+    """A pipe for the job's stdout (both ends closed on exec; the spawn dups the write end to
+    the job's fd 1), after flushing ours so what we printed comes before the job's output."""
+    sys.stdout.flush()
+    return os.pipe()
+
+
 def record(
     command: list[str],
     out: Path,
     drain_timeout_s: float = 10.0,
     where: dict[str, Any] | None = None,
+    events: int | None = None,
+    stdout: BinaryIO | None = None,
 ) -> tuple[int, Path]:
     """Run ``command`` with the recorder on; write the trace to ``out``. Returns the command's
-    exit code and the trace directory. ``where``: the site and protocol it read, if known."""
+    exit code and the trace directory. ``where``: the site and protocol it read, if known;
+    ``events``: how many the job processes (None: read from its stdout, see EVENTS_CONVENTION);
+    ``stdout``: where its output is passed on (default: ours)."""
     if not command:
         raise InstoreError("no command to record", "give it after --: instore record -- CMD...")
+    check_events(events)
     if os.environ.get("XRD_PLUGIN"):
         raise InstoreError(
             f"XRD_PLUGIN is already set ({os.environ['XRD_PLUGIN']}); an XRootD client takes "
@@ -186,15 +274,20 @@ def record(
         }
         drain = _Drain(read_fd)
         drain.start()
+        out_read, out_write = _stdout_pipe()
         start_unix, start = time.time(), time.perf_counter()
         try:
-            pid = os.posix_spawnp(command[0], command, env)
+            pid = os.posix_spawnp(command[0], command, env,
+                                  file_actions=[(os.POSIX_SPAWN_DUP2, out_write, 1)])  # fmt: skip
         except OSError as err:
-            os.close(write_fd)
-            os.close(read_fd)
+            for fd in (write_fd, read_fd, out_write, out_read):
+                os.close(fd)
             raise InstoreError(
                 f"cannot run {command[0]!r}: {err.strerror}", "check the command and its PATH"
             ) from err
+        os.close(out_write)  # the job holds the only write end: its exit ends the output
+        tee = _Tee(out_read, stdout or sys.stdout.buffer)
+        tee.start()
         watch = _MapWatch(pid)
         watch.start()
         status, usage, interrupted = _wait(pid)
@@ -211,7 +304,13 @@ def record(
             drain.finish()
             os.close(read_fd)
         lines = list(drain.lines)
+        # As for the FIFO: a process outliving the job with its stdout open is not waited for
+        tee.join(drain_timeout_s)
+        if not tee.is_alive():
+            tee.finish()
+            os.close(out_read)
     exit_code = os.waitstatus_to_exitcode(status)
+    source, found = ("--events", events) if events is not None else ("stdout", tee.events)
     meta: dict[str, Any] = {
         "command": strip_command(command),
         "exit_code": exit_code,
@@ -223,6 +322,9 @@ def record(
         "sys_s": usage.ru_stime,
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "cpu_note": "user+sys of the command and every descendant it waited for (os.wait4)",
+        "events": found,
+        "events_from": source if found is not None else None,
+        "events_note": f"--events N, otherwise {EVENTS_CONVENTION}",
         "operations": len(lines),
         "recorder": {
             "offered": {f"XrdCl {major}": str(lib) for major, lib in libs.items()},

@@ -1,6 +1,7 @@
 """The replay's run record: a job's figures (wall, bytes, read calls, vector reads, read-size
 histogram, latencies) under the same names as ``instore read`` prints them, plus what the
-recording said and the recorded job's predicted CPU efficiency on the storage replayed."""
+recording said, the recorded job's predicted CPU efficiency on the storage replayed and, when
+the trace knows the job's events, the events the replay stands for (HEPiX's figure of merit)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ class ReplayRecord:
     protocol: str | None
     urls: list[str]
     start_time: str
-    wall_s: float  # lead-in, requests, think times and tail: the job's wall time there
+    # lead-in, requests, think times and tail: the job's wall time there (in fixed-time mode:
+    # the time all passes ran)
+    wall_s: float
     open_s: float
     read_time_s: float  # time inside read requests
     bytes_read: int
@@ -51,8 +54,8 @@ class ReplayRecord:
     overlapping_requests: int  # recorded while another was in flight; replayed one by one
     skipped_recorded: dict[str, int]  # recorded but not replayed (writes, failed requests)
     recorded: dict[str, Any]  # the recording's own figures (Trace.summary)
-    predicted_wall_s: float | None  # the replay's wall, when it completed
-    predicted_cpu_efficiency: float | None  # recorded CPU time / predicted wall
+    predicted_wall_s: float | None  # the replay's wall per pass, when it completed
+    predicted_cpu_efficiency: float | None  # recorded CPU time x passes / wall
     recorded_cpu_efficiency: float | None  # recorded CPU time / recorded wall
     error: str | None = None
     stopped_at: int | None = None  # index of the request that failed
@@ -62,6 +65,13 @@ class ReplayRecord:
     client_cpu_s: float | None = None
     ready_at: float | None = None  # Unix time the replay was ready to start (sources loaded)
     start_lateness_s: float | None = None  # how late it reached --start-at
+    # HEPiX fixed-time mode (> 0): the trace replayed again and again until this much wall
+    fixed_time_s: float = 0.0
+    # Passes through the trace: whole ones plus how far along the recorded job's timeline the
+    # last pass's last completed request was (1.0 for one complete replay)
+    passes: float | None = None
+    events: float | None = None  # the recorded job's events x passes; None: the trace has none
+    events_per_s: float | None = None  # events / wall
     provenance: dict[str, Any] = field(default_factory=dict)
     record_version: int = REPLAY_RECORD_VERSION
     kind: str = "replay"

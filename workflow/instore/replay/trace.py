@@ -3,7 +3,8 @@
 ``xrdcl.csv`` is what XrdClRecorder writes (the ROOT wheel's 5.x and PyPI xrootd's 6.x write
 the same seven columns: object id, operation, start time, arguments ending in the time-out, end
 time, status, response), with every credential removed, so Debian's ``xrdreplay`` reads it too.
-``trace.json`` holds the job's wall and CPU time, exit code, command and provenance. Parsing
+``trace.json`` holds the job's wall and CPU time, exit code, events (when the job said how many
+it processed; older traces have none), command and provenance. Parsing
 refuses what is not a trace in one line, naming the cause and the fix; stripping runs on every
 line before anything is written, so no credential reaches a trace.
 """
@@ -199,6 +200,26 @@ class Trace:
     def reads(self) -> list[Request]:
         return [r for r in self.requests if r.op in READ_OPS]
 
+    def events(self) -> int | None:
+        """The events the recorded job processed; None when the trace does not know them."""
+        events = self.meta.get("events")
+        return events if isinstance(events, int) and not isinstance(events, bool) else None
+
+    def progress(self) -> list[float]:
+        """How far along the recorded job's timeline (its start to its end; the first request
+        to the last response for a bare CSV) it was once request i had completed: a replay cut
+        part-way stood for that fraction of the job, think time (its CPU) included."""
+        if not self.requests:
+            return []
+        start = self.meta.get("start_unix", self.requests[0].start)
+        end = self.meta.get("end_unix", max(r.end for r in self.requests))
+        length = end - start
+        out, frontier = [], start
+        for r in self.requests:
+            frontier = max(frontier, r.end)
+            out.append(min(1.0, max(0.0, (frontier - start) / length)) if length > 0 else 1.0)
+        return out
+
     def summary(self) -> dict[str, Any]:
         """What the recording itself says: the job's times and its read figures."""
         reads = self.reads()
@@ -216,6 +237,7 @@ class Trace:
             "think_tail_s": think.tail_s,
             "overlapping_requests": think.overlapping,
             "files": len(self.files),
+            "events": self.events(),
         }
 
 

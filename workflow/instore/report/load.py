@@ -1,8 +1,10 @@
-"""The load and scheduler sections: many replay clients at once, and what gave out first.
+"""The load, scheduler and filesystem sections: many replay clients at once, and what gave out first.
 
 Each point is N replays of one recorded analysis started together on one node. From its rows:
-aggregate throughput (all clients' bytes over the longest client's wall), the clients' predicted
-CPU efficiency, open and read latencies, failures; from the counters read around the point
+aggregate throughput (all clients' bytes over the span they ran) and events per second (their
+events likewise, where the trace knows the job's events), HEPiX's figure where the point ran
+in fixed-time mode (the events all clients processed in that time), the clients' predicted CPU
+efficiency, open and read latencies, failures; from the counters read around the point
 (site.usage): the host's CPU, the XRootD server's and the link emulator's shares of it, the
 disk's requests and MB/s against its limits, and the link's use of its rate. A resource counts
 as saturated at 80% of its limit; the one nearest its limit at a point is named.
@@ -24,7 +26,8 @@ from instore.report.view import SiteView
 SATURATED = 0.8  # a resource at 80% of its limit or more counts as saturated
 SLOW_OPEN_MS = 1000.0  # opens this slow (p95) with no resource saturated are named
 EFFICIENT = 0.8  # the CPU efficiency a site admin wants jobs at
-SETUP = ["trace", "protocol", "io_scheduler"]
+SETUP = ["trace", "protocol", "io_scheduler", "filesystem"]
+DISK_KNOBS = ("io_scheduler", "filesystem")  # "site's" where a point leaves the site's own
 # resource -> how its utilisation is read from a point's first row and the site's limits
 RESOURCES = ("host CPU", "XRootD server CPU", "link emulator CPU", "disk IOPS",
              "disk bandwidth", "I/O stall", "link")  # fmt: skip
@@ -80,6 +83,26 @@ def _rescaled(first: pd.Series, group: pd.DataFrame) -> pd.Series:
     return scaled
 
 
+def _numbers(group: pd.DataFrame, column: str) -> pd.Series:
+    """A numeric column of the rows; NaN where absent (records from before it was recorded)."""
+    if column not in group:
+        return pd.Series(np.nan, index=group.index)
+    return pd.to_numeric(group[column], errors="coerce")
+
+
+def _events(ok: pd.DataFrame, span: float, fixed_time_s: Any) -> dict[str, float]:
+    """All clients' events per second over the span they ran (as their throughput); in
+    fixed-time mode HEPiX's figure too, the events they processed in that time (NaN: not
+    known, or not a fixed-time point)."""
+    events = float(_numbers(ok, "events").sum(min_count=1))
+    fixed = float(fixed_time_s) if pd.notna(fixed_time_s) and float(fixed_time_s) > 0 else np.nan
+    return {
+        "aggregate_events_per_s": events / span if span > 0 else np.nan,
+        "fixed_time_s": fixed,
+        "events_in_fixed_time": events if pd.notna(fixed) else np.nan,
+    }
+
+
 def bottleneck(use: dict[str, float]) -> str:
     """The resource nearest its limit: named as saturated at 80% or more; below that no
     resource is full, and the clients wait on round trips and queues (the nearest is named)."""
@@ -96,7 +119,8 @@ def points(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per point: clients, throughput, efficiency, latencies, failures, the resources'
     utilisation and the one that saturated."""
     limits = _limits(rows)
-    rows = rows.assign(io_scheduler=rows["io_scheduler"].fillna("site's"))
+    rows = rows.assign(**{k: rows[k].fillna("site's") if k in rows else "site's"
+                          for k in DISK_KNOBS})  # fmt: skip
     out = []
     for key, group in rows.groupby("point_key"):
         first = group.iloc[0]
@@ -109,6 +133,7 @@ def points(rows: pd.DataFrame) -> pd.DataFrame:
             clients=int(first["jobs"]),
             failed=int((group["status"] != "ok").sum()),
             aggregate_mb_per_s=float(ok["bytes_read"].sum()) / 1e6 / wall if wall > 0 else np.nan,
+            **_events(ok, wall, first.get("fixed_time_s")),
             cpu_efficiency_median=float(ok["predicted_cpu_efficiency"].median()),
             cpu_efficiency_worst=float(ok["predicted_cpu_efficiency"].min()),
             open_p50_ms=1e3 * float(ok["open_s"].quantile(0.5)),
@@ -195,13 +220,19 @@ def load_saturation(view: SiteView, section: str = "load") -> None:
                 "dashed line a resource counts as saturated.")  # fmt: skip
 
 
+# Columns a section may not fill (traces without events, no fixed-time point): left out then.
+OPTIONAL = ("aggregate_events_per_s", "fixed_time_s", "events_in_fixed_time")
+
+
 def load_table(view: SiteView, section: str = "load") -> None:
     if not _has(view, section):
         return
     table = _section_points(view, section).drop(columns=["point_key"])
+    table = table.drop(columns=[c for c in OPTIONAL if table[c].isna().all()])
     show.table(capacity(table), "How many such jobs the site serves at 80% CPU efficiency",
                f"{section}_capacity")  # fmt: skip
-    show.table(table, "Per point: clients, throughput, efficiency, latencies, failures and "
-               "each resource's use", f"{section}_table",
+    show.table(table, "Per point: clients, throughput (MB/s, events/s; in fixed-time mode "
+               "HEPiX's events processed by all clients in that time), efficiency, latencies, "
+               "failures and each resource's use", f"{section}_table",
                percent=("cpu_efficiency_median", "cpu_efficiency_worst",
                         *(f"use: {r}" for r in RESOURCES)))  # fmt: skip

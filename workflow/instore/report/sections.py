@@ -28,6 +28,7 @@ TITLES = {
     "replay": "Real analyses, recorded once and replayed here",
     "load": "Many clients at once: which resource gives out first",
     "scheduler": "The disk's I/O scheduler under load",
+    "filesystem": "The disk's file system under load: ext4 and xfs",
 }
 
 

@@ -128,6 +128,7 @@ class SiteConfig:
         conditions: bool = False,
         cache_state: str | None = None,
         io_scheduler: str | None = None,
+        filesystem: str | None = None,
     ) -> str | None:
         """Why this site cannot run a point with these knobs (None: it can). ``conditions``:
         the point sets its own RTT or bandwidth."""
@@ -137,6 +138,8 @@ class SiteConfig:
             return "block readahead is only set on emulated disks"
         if io_scheduler is not None and not self.emulated:
             return "the I/O scheduler is only set on emulated disks"
+        if filesystem is not None and not self.emulated:
+            return "the file system is only chosen for emulated disks"
         if conditions and not self.emulated:
             return "RTT and bandwidth are only set on emulated links"
         if cache_state is not None and not (self.emulated and self.cache):

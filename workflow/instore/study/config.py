@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 SECTIONS = (
     "layout", "cache", "protocols", "readahead", "jobfill", "format", "caching", "scale", "replay",
-    "load", "scheduler",
+    "load", "scheduler", "filesystem",
 )  # fmt: skip
 DEFAULT_FILESET = "default"  # the profile's `files`: the study's own analysis-like schema
 DEFAULT_STUDY = CONFIG_DIR / "study.yaml"

@@ -1,8 +1,10 @@
-"""The names of the generated files: one pattern, used by the generator, the sweep and the rules."""
+"""Where the study's files are and what they are called: one pattern, used by the generator,
+the sweep and the rules."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 
 def replica_name(layout: str, replica: int, fileset: str = "") -> str:
@@ -15,3 +17,9 @@ def replica_name(layout: str, replica: int, fileset: str = "") -> str:
 def replica_names(layouts: Iterable[str], replicas: int, fileset: str = "") -> list[str]:
     """Every file a study needs: each layout, replicas 0 .. replicas-1."""
     return [replica_name(layout, k, fileset) for layout in layouts for k in range(replicas)]
+
+
+def traces_dir(data: Path) -> Path:
+    """Where the study's recorded traces are: beside the files they read, which every job
+    sees (the data directory is bound into the payload's container)."""
+    return data / "traces"

@@ -37,6 +37,7 @@ class Point:
     fileset: str | None = None  # the files read: a named set of the profile; None: its `files`
     trace: str | None = None  # a recorded analysis, replayed (engine replay) on its file set
     io_scheduler: str | None = None  # emulated disk's I/O scheduler; None: the site's own
+    filesystem: str | None = None  # emulated disk's file system (ext4, xfs); None: the site's own
     repetition: int = 0
 
     @property
@@ -102,8 +103,13 @@ KNOBS: tuple[str, ...] = tuple(f.name for f in fields(Point) if f.name not in NO
 _DEFAULT = Point(section="")
 # Knobs added after results were recorded: they enter a point's key only when set, so the keys
 # (and the records) of points that do not use them stay what they were.
-KEYED_IF_SET = ("cache_state", "rtt_ms", "bandwidth_mbit", "fileset", "trace", "io_scheduler")
-CONDITION_AXES = ("rtt_ms", "bandwidth_mbit")  # the RTT, the costlier to retune, outermost
+KEYED_IF_SET = (
+    "cache_state", "rtt_ms", "bandwidth_mbit", "fileset", "trace", "io_scheduler", "filesystem",
+)  # fmt: skip
+# Axes that change the site itself, costliest first: a file system means a new disk (the site
+# rebuilt), an RTT a retuned and remeasured link. They go outermost, so the points of one
+# value run together.
+CONDITION_AXES = ("filesystem", "rtt_ms", "bandwidth_mbit")
 _CONDITION_ORDER = {a: i for i, a in enumerate(CONDITION_AXES)}
 # A section's grid may name the sites it runs on; that is not an axis.
 SITES_KEY = "sites"
@@ -140,8 +146,8 @@ def expand(study: Study, section: str) -> list[Point]:
     if section not in study.sections:
         return []  # a section the study leaves out has no points (not one default point)
     grid = {a: v for a, v in study.sections[section].items() if a != SITES_KEY}
-    # The link is retuned whenever its conditions change (tens of seconds): those axes go
-    # outermost, so the points of one condition run together.
+    # The site is rebuilt or its link retuned whenever those axes change (tens of seconds):
+    # they go outermost, so the points of one condition run together.
     axes = sorted(grid, key=lambda a: _CONDITION_ORDER.get(a, len(CONDITION_AXES)))
     names = {f.name for f in fields(Point)}
     points, seen = [], set()

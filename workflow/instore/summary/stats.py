@@ -42,14 +42,16 @@ def with_derived(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-# What a job's record holds that a replay's does not (a replay reads byte ranges, not events).
+# What a job's record holds that a replay's may not (a replay reads byte ranges; its events
+# are the recorded job's, when the trace knows them).
 _JOB_ONLY = ("bytes_needed", "events", "cpu_efficiency", "event_rate_hz", "mb_per_s",
              "read_amplification", "cache_bytes_effective", "counters")  # fmt: skip
 
 
 def _replay_as_job(rows: pd.DataFrame) -> pd.DataFrame:
     """Replay rows in a job's terms: the recorded analysis's predicted CPU efficiency is its
-    CPU efficiency there, and its MB/s what it read over its wall; the rest stays NaN."""
+    CPU efficiency there, its MB/s what it read over its wall and its event rate the events
+    it stands for over that wall (NaN for a trace without events); the rest stays NaN."""
     for column in _JOB_ONLY:
         if column not in rows:
             rows[column] = np.nan
@@ -58,6 +60,9 @@ def _replay_as_job(rows: pd.DataFrame) -> pd.DataFrame:
         rows.loc[replay, "cpu_efficiency"] = rows.loc[replay, "predicted_cpu_efficiency"]
         wall = rows.loc[replay, "wall_s"].where(rows.loc[replay, "wall_s"] > 0)
         rows.loc[replay, "mb_per_s"] = rows.loc[replay, "bytes_read"] / 1e6 / wall
+        if "events_per_s" in rows:
+            rates = pd.to_numeric(rows.loc[replay, "events_per_s"], errors="coerce")
+            rows.loc[replay, "event_rate_hz"] = rates
     return rows
 
 

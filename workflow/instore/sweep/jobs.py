@@ -17,6 +17,7 @@ from instore.container.warm import run_warm
 from instore.payload.runner import CGROUP_ENV
 from instore.record import JobFate, JobOutcome
 from instore.study import Point
+from instore.study.files import traces_dir
 from instore.urls import is_local, local_path
 
 CONTAINER_CGROUP = "/instore/blkio"  # where a container sees the site's blkio cgroup
@@ -91,10 +92,18 @@ def payload_engine(point: Point) -> str:
     return REPLAY_PAYLOAD if point.trace is not None else point.engine
 
 
-def traces_dir(data: Path) -> Path:
-    """Where the study's recorded traces are: beside the files they read, which every job
-    sees (the data directory is bound into the payload's container)."""
-    return data / "traces"
+# instore replay's own per-request time-out, and the share of a job's time-out a replay
+# request may take in a sweep: a request stuck that long (its server gone, the link down) ends
+# the replay with its record, naming the request and why, before the sweep kills the job
+# without one.
+REPLAY_REQUEST_TIMEOUT_S = 60.0
+REPLAY_REQUEST_SHARE = 1 / 3
+
+
+def replay_request_timeout(job_timeout_s: float | None) -> float:
+    if job_timeout_s is None:
+        return REPLAY_REQUEST_TIMEOUT_S
+    return min(REPLAY_REQUEST_TIMEOUT_S, job_timeout_s * REPLAY_REQUEST_SHARE)
 
 
 def job_argv(
@@ -104,12 +113,14 @@ def job_argv(
     scratch: Path,
     start_at: float | None = None,
     data: Path | None = None,
+    job_timeout_s: float | None = None,
 ) -> tuple[str, ...]:
     if point.trace is not None:
         if data is None:
             raise ValueError("a replay point's job needs the data directory (its trace)")
         # absolute: a job in a container runs elsewhere, with the data bound at its real path
-        return replay_argv(point, url, traces_dir(data.resolve()) / point.trace, start_at)
+        trace = traces_dir(data.resolve()) / point.trace
+        return replay_argv(point, url, trace, start_at, replay_request_timeout(job_timeout_s))
     argv = ["instore", "read", url, "--tree", tree, *point.read_args()]
     if start_at is not None:
         argv += ["--start-at", f"{start_at:.3f}"]
@@ -120,12 +131,20 @@ def job_argv(
 
 
 def replay_argv(
-    point: Point, url: str, trace: Path, start_at: float | None = None
+    point: Point,
+    url: str,
+    trace: Path,
+    start_at: float | None = None,
+    request_timeout_s: float = REPLAY_REQUEST_TIMEOUT_S,
 ) -> tuple[str, ...]:
     """`instore replay` of the point's trace against the file at ``url``: one run record
-    (``--record-only``) on stdout, as `instore read` prints one."""
+    (``--record-only``) on stdout, as `instore read` prints one; a point's fixed time (the
+    HEPiX method) replays it for that long, as it makes `instore read` read for that long."""
     # --no-check: the sweep's plan and preflight found the files; a replay's own check forks
-    argv = ["instore", "replay", str(trace), "--target", url, "--record-only", "--no-check"]
+    argv = ["instore", "replay", str(trace), "--target", url, "--record-only", "--no-check",
+            "--timeout", f"{request_timeout_s:g}"]  # fmt: skip
+    if point.fixed_time_s > 0:
+        argv += ["--fixed-time", str(point.fixed_time_s)]
     if start_at is not None:
         argv += ["--start-at", f"{start_at:.3f}"]
     return tuple(argv)

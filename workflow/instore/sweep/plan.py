@@ -16,9 +16,8 @@ from instore.site import SiteConfig
 from instore.site import dataset as datasets
 from instore.site.dataset import Dataset
 from instore.study import Point, Study, expand
-from instore.study.files import replica_name
+from instore.study.files import replica_name, traces_dir
 from instore.study.grid import FORMAT_SECTION, axis_value, section_sites
-from instore.sweep.jobs import traces_dir
 from instore.sweep.options import SweepOptions
 from instore.sweep.store import RecordStore
 
@@ -133,6 +132,7 @@ def site_skip_reason(point: Point, site: SiteConfig) -> str | None:
         point.sets_conditions,
         point.cache_state,
         point.io_scheduler,
+        point.filesystem,
     )
     if reason is None and point.engine == "root" and point.protocol == "http":
         reason = http_auth_problem(site.auth)  # the root engine's HTTP client lacks the auth

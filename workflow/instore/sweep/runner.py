@@ -46,10 +46,32 @@ def run_site(opts: SweepOptions) -> SweepSummary:
     summary = SweepSummary(site.name, already=planned.already, skipped=dict(planned.skipped))
     todo = planned.todo
     store = RecordStore(opts.results, site.name)
-    if todo:
-        _sweep(opts, site, planned, todo, store, summary)
+    for site_now, points in disk_variants(site, todo):
+        _sweep(opts, site_now, planned, points, store, summary)
     summary.tables = store.write_tables(opts.sections, planned.keys)
     return summary
+
+
+def disk_variants(
+    site: SiteConfig, todo: list[tuple[Point, str]]
+) -> list[tuple[SiteConfig, list[tuple[Point, str]]]]:
+    """The site as each point's disk wants it, with the points for each, in order: a point
+    with a file system of its own (the filesystem axis) runs on the site brought up on a disk
+    made with it, since a disk cannot change file system under a running server."""
+    own = site.disk.filesystem if site.disk else None
+    groups: dict[str | None, list[tuple[Point, str]]] = {}
+    for point, key in todo:
+        wanted = None if point.filesystem in (None, own) else point.filesystem
+        groups.setdefault(wanted, []).append((point, key))
+    variants = []
+    for filesystem, points in groups.items():
+        variant = site
+        if filesystem is not None and site.disk is not None:
+            variant = dataclasses.replace(
+                site, disk=dataclasses.replace(site.disk, filesystem=filesystem)
+            )
+        variants.append((variant, points))
+    return variants
 
 
 def _sweep(
@@ -72,10 +94,10 @@ def _sweep(
     )
     clock = _Clock()
     dataset = planned.dataset
-    remote = sorted(
-        {f for p, _ in todo for f in files_for(p, opts.study, dataset)} if dataset else ()
-    )
-    with open_site(site, files=planned.files, results=opts.results, remote=remote) as live:
+    needed = sorted({f for p, _ in todo for f in files_for(p, opts.study, dataset)})
+    remote = needed if dataset else []
+    files = [] if dataset else [opts.data / name for name in needed]
+    with open_site(site, files=files, results=opts.results, remote=remote) as live:
         clock.lap(f"site {site.name} open")
         with cluster_client(spec) as (client, workers):
             clock.lap(f"{len(workers)} Dask worker(s) up")
@@ -277,7 +299,9 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
             point_key=key,
             index=j,
             node=j // point.fill,
-            argv=job_argv(point, url, tree, opts.scratch, measure_at, opts.data),
+            argv=job_argv(
+                point, url, tree, opts.scratch, measure_at, opts.data, opts.study.timeout_s
+            ),
             target=run.target,
             access=run.access,
             startup_s=run.startup,

@@ -42,13 +42,32 @@ def _allow_large_requests(dev: str, kb: int = 1024) -> None:
     (queue / "max_sectors_kb").write_text(f"{min(kb, hw_max)}\n")
 
 
+MIN_SIZE_MB = {"xfs": 300}  # mkfs.xfs refuses smaller file systems
+
+
 def format_and_mount(names: SiteNames, disk: Disk, dev: str) -> None:
     """File system, mount point readable by the unprivileged xrootd user, readahead."""
+    least = MIN_SIZE_MB.get(disk.filesystem, 0)
+    if disk.size_mb < least:
+        raise InstoreError(
+            f"site {names.site}: an {disk.filesystem} disk needs at least {least} MB, its "
+            f"disk.size_mb is {disk.size_mb}",
+            f"raise disk.size_mb in config/sites/{names.site}.yaml to {least} or more",
+        )
     run([*MKFS[disk.filesystem], dev])
     names.disk_mount.mkdir(parents=True, exist_ok=True)
     run(["mount", "-o", "noatime", dev, str(names.disk_mount)])
     names.disk_mount.chmod(0o755)
     set_readahead(dev, disk.readahead_kb)
+
+
+def mounted_type(mountpoint: Path) -> str | None:
+    """The file system the kernel has mounted there (what the records say was measured)."""
+    for line in Path("/proc/mounts").read_text().splitlines():
+        fields = line.split()
+        if fields[1] == str(mountpoint):
+            return fields[2]
+    return None
 
 
 def set_readahead(dev: str, kb: int) -> None:

@@ -190,7 +190,7 @@ class EmulatedLive(LiveSite):
             },
             "disk": {
                 "size_mb": cfg.disk.size_mb,
-                "filesystem": cfg.disk.filesystem,
+                "filesystem": data.get("filesystem", cfg.disk.filesystem),  # as mounted
                 "readahead_kb": data.get("readahead_kb", cfg.disk.readahead_kb),
                 "read_iops": cfg.disk.read_iops,
                 "read_mbps": cfg.disk.read_mbps,
@@ -269,6 +269,7 @@ def _build(cfg: SiteConfig, names: SiteNames, state: SiteState, files: list[Path
     loop = disk.create(names, cfg.disk)
     state.record("loop", loop)
     disk.format_and_mount(names, cfg.disk, loop)
+    state.record("filesystem", disk.mounted_type(names.disk_mount))
     state.record("readahead_kb", cfg.disk.readahead_kb)
     blkio.create(names.cgroup, disk.major_minor(loop), cfg.disk.read_iops, cfg.disk.read_mbps)
     state.record("files", disk.put_files(names, files))
