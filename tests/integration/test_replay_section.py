@@ -41,6 +41,7 @@ ANALYSES = {"rdf": REPO / "analyses" / "agc_ttbar_rdf.py",
             "uproot": REPO / "analyses" / "agc_ttbar_uproot.py"}  # fmt: skip
 COPIES = 16
 FILLS = [1, COPIES]
+FIXED_S = 4.0  # the load points replay for this long (HEPiX's fixed-time method)
 
 
 def _instore(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -78,7 +79,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
         "traces": {"up": {"analysis": str(ANALYSES["uproot"]), "fileset": "copies",
                           "site": str(site)}},
         "sections": {"replay": {"trace": ["up"], "protocol": ["posix", "xrootd"]},
-                     "load": {"trace": ["up"], "fill": FILLS, "protocol": ["xrootd"]},
+                     "load": {"trace": ["up"], "fill": FILLS, "protocol": ["xrootd"],
+                              "fixed_time_s": [FIXED_S]},
                      "filesystem": {"trace": ["up"], "fill": [4], "filesystem": ["xfs"],
                                     "protocol": ["xrootd"]}},
     }  # fmt: skip
@@ -170,8 +172,16 @@ def test_replay_load_and_filesystem_sections_in_one_sweep(env: dict[str, Path]) 
                 "link_mbit_per_s", "usage_wall_s", "client_cpu_s"):  # fmt: skip
         assert load[col].notna().all() and (load[col] >= 0).all(), col
     assert (big["disk_iops"] > 0).all() and (big["xrootd_cpu_share"] > 0).all()
+    # HEPiX's fixed time: every client replayed until the time was up, pass after pass, and
+    # the events it stands for are the recorded job's per pass
+    assert (load["wall_s"] >= FIXED_S - 0.01).all() and (load["passes"] > 0).all()
+    events = json.loads(load["recorded"].iloc[0])["events"]
+    assert events > 1000
+    assert load["events"].to_numpy() == pytest.approx(events * load["passes"].to_numpy())
+    assert load[load["fill"] == 1]["passes"].iloc[0] > 1  # one client alone: several passes
     table = points(load)
     assert list(table["clients"]) == FILLS
+    assert (table["events_in_fixed_time"] > 0).all() and (table["fixed_time_s"] == FIXED_S).all()
     assert table["aggregate_mb_per_s"].gt(0).all() and table["failed"].eq(0).all()
     assert table["saturated"].map(bool).all()
     assert len(capacity(table)) == 1
