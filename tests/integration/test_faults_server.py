@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +25,8 @@ import yaml
 from instore.site import load_site
 from instore.site.emulated import attach, existing, faults, teardown
 from instore.site.emulated.names import SiteNames
+
+from tests.integration.fault_thread import run_with_fault
 
 pytestmark = [
     pytest.mark.integration,
@@ -143,24 +144,12 @@ def sweep_with_fault(
 ) -> tuple[int, str, str, pd.DataFrame]:
     """Run a sweep; cause ``fault`` once the second point's first job is running."""
     sweep = start_sweep(env, study_file(env["tmp"], profile))
-    errors: list[BaseException] = []
 
-    def inject() -> None:
-        try:
-            wait_for_second_point(sweep, env["results"])
-            fault()
-        except BaseException as err:  # reported by the test below
-            errors.append(err)
+    def at_the_second_point() -> None:
+        wait_for_second_point(sweep, env["results"])
+        fault()
 
-    thread = threading.Thread(target=inject)
-    thread.start()
-    try:
-        out, err = sweep.communicate(timeout=600)
-    finally:
-        if sweep.poll() is None:
-            os.killpg(sweep.pid, signal.SIGKILL)
-        thread.join(timeout=60)
-    assert not errors, errors
+    out, err = run_with_fault(sweep, at_the_second_point)
     table = pd.read_parquet(env["results"] / SITE / "protocols.parquet")
     return sweep.returncode, out, err, table.sort_values("measured_at").reset_index(drop=True)
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +26,8 @@ from instore.report.load import capacity, points
 from instore.site import load_site
 from instore.site.emulated import attach, existing, faults, teardown
 from instore.site.emulated.names import SiteNames
+
+from tests.integration.fault_thread import run_with_fault
 
 pytestmark = [
     pytest.mark.integration,
@@ -217,27 +217,15 @@ def test_xrootd_killed_mid_load_point_loses_no_client(env: dict[str, Path]) -> N
     results = env["tmp"] / "kill-results"
     sweep = subprocess.Popen(_sweep_argv(env, env["kill_study"], results), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
-    errors: list[BaseException] = []
 
     def kill_when_reading() -> None:
-        try:
-            deadline = time.monotonic() + 180
-            while _replays_reading(sweep) < 4:
-                assert sweep.poll() is None and time.monotonic() < deadline, "no replay read"
-                time.sleep(0.02)
-            faults.kill_server(attach(SITE))
-        except BaseException as err:  # reported below
-            errors.append(err)
+        deadline = time.monotonic() + 180
+        while _replays_reading(sweep) < 4:
+            assert sweep.poll() is None and time.monotonic() < deadline, "no replay read"
+            time.sleep(0.02)
+        faults.kill_server(attach(SITE))
 
-    thread = threading.Thread(target=kill_when_reading)
-    thread.start()
-    try:
-        out, err = sweep.communicate(timeout=600)
-    finally:
-        if sweep.poll() is None:
-            os.killpg(sweep.pid, signal.SIGKILL)
-        thread.join(timeout=60)
-    assert not errors, errors
+    out, err = run_with_fault(sweep, kill_when_reading)
     assert sweep.returncode == 1, err[-3000:]
     assert "1 with failed jobs" in out, out
     load = pd.read_parquet(results / SITE / "load.parquet")

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from instore.study import load_study
 from instore.sweep import runner
-from instore.sweep.options import SweepOptions
+from instore.sweep.options import SweepOptions, SweepSummary
 
 from tests.conftest import write_real_site
 
@@ -30,37 +30,11 @@ def _refuse(*_args: object, **_kwargs: object) -> None:
     raise AssertionError("nothing should be started for points the site cannot run")
 
 
-def test_points_the_site_cannot_run_start_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
-    data = tmp_path / "files"
-    data.mkdir()
-    (data / "ordered-r0.root").write_bytes(b"")
-    site = write_real_site(tmp_path / "local.yaml", {"posix": f"{data}/{{file}}"})
-    monkeypatch.setattr(runner, "open_site", _refuse)
-    monkeypatch.setattr(runner, "cluster_client", _refuse)
-    opts = SweepOptions(
-        study=load_study(tmp_path / "study.yaml"),
-        site=str(site),
-        sections=["readahead"],
-        data=data,
-        results=tmp_path / "results",
-        progress=False,
-    )
-    summary = runner.run_site(opts)
-    assert summary.measured == 0
-    assert summary.skipped == {"block readahead is only set on emulated disks": 2}
-    assert "0 point(s), 0 already measured, 2 skipped" in summary.line()
-    assert pd.read_parquet(summary.tables["readahead"]).empty
-
-
-def test_a_filesystem_axis_on_a_real_site_is_skipped_saying_why(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    study = {**STUDY}
-    study["profiles"] = {"t": {**STUDY["profiles"]["t"], "sections": {
-        "readahead": {"protocol": ["posix"], "filesystem": ["ext4", "xfs"]}}}}  # fmt: skip
+def _sweep_nothing_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sections: dict
+) -> SweepSummary:
+    """Sweep the readahead section on a real (local-disk) site, refusing any bring-up."""
+    study = {**STUDY, "profiles": {"t": {**STUDY["profiles"]["t"], "sections": sections}}}
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
     data = tmp_path / "files"
     data.mkdir()
@@ -71,5 +45,22 @@ def test_a_filesystem_axis_on_a_real_site_is_skipped_saying_why(
     opts = SweepOptions(study=load_study(tmp_path / "study.yaml"), site=str(site),
                         sections=["readahead"], data=data, results=tmp_path / "results",
                         progress=False)  # fmt: skip
-    summary = runner.run_site(opts)
+    return runner.run_site(opts)
+
+
+def test_points_the_site_cannot_run_start_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = _sweep_nothing_starts(tmp_path, monkeypatch, STUDY["profiles"]["t"]["sections"])
+    assert summary.measured == 0
+    assert summary.skipped == {"block readahead is only set on emulated disks": 2}
+    assert "0 point(s), 0 already measured, 2 skipped" in summary.line()
+    assert pd.read_parquet(summary.tables["readahead"]).empty
+
+
+def test_a_filesystem_axis_on_a_real_site_is_skipped_saying_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sections = {"readahead": {"protocol": ["posix"], "filesystem": ["ext4", "xfs"]}}
+    summary = _sweep_nothing_starts(tmp_path, monkeypatch, sections)
     assert summary.skipped == {"the file system is only chosen for emulated disks": 2}
