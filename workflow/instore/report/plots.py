@@ -20,6 +20,16 @@ def panels(n: int, width: float = 5.0, height: float = 3.6) -> tuple[Any, Any]:
     return fig, list(axes[0])
 
 
+def panel_per(
+    table: Any, column: str, width: float = 5.0
+) -> tuple[Any, list[tuple[Any, Any, Any]]]:
+    """One panel per value of ``column`` (in the order the rows give them): the figure, and
+    each panel's axes with its value and its rows."""
+    values = list(dict.fromkeys(table[column]))
+    fig, axes = panels(len(values), width=width)
+    return fig, [(ax, v, table[table[column] == v]) for ax, v in zip(axes, values, strict=True)]
+
+
 def limit_line(ax: Any, value: float | None, label: str) -> None:
     """Draw the site's calibrated limit, or say on the axes that there is none."""
     if value is None or value != value:  # None or NaN

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from instore.report import show
-from instore.report.plots import panels
+from instore.report.plots import panel_per
 from instore.report.sections import _has
 from instore.report.view import SiteView
 
@@ -57,10 +57,8 @@ def replay_efficiency(view: SiteView) -> None:
     if not _has(view, SECTION):
         return
     med = medians(view.rows(SECTION))
-    traces = list(dict.fromkeys(med["trace"]))
-    fig, axes = panels(len(traces), width=5.0)
-    for ax, trace in zip(axes, traces, strict=True):
-        part = med[med["trace"] == trace]
+    fig, per_trace = panel_per(med, "trace", width=5.0)
+    for ax, trace, part in per_trace:
         labels = [
             p if c == "-" else f"{p} ({c})"
             for p, c in zip(part.protocol, part.cache_state, strict=True)

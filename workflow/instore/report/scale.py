@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from instore.report import show
-from instore.report.plots import panels
+from instore.report.plots import panel_per
 from instore.report.sections import _has
 from instore.report.view import SiteView
 from instore.summary.stats import cache_label
@@ -78,10 +78,8 @@ def scale_effects(view: SiteView) -> None:
     if not _has(view, SECTION):
         return
     table = effects(view.rows(SECTION))
-    protocols = list(dict.fromkeys(table["protocol"]))
-    fig, axes = panels(len(protocols), width=5.5)
-    for ax, protocol in zip(axes, protocols, strict=True):
-        part = table[table["protocol"] == protocol]
+    fig, per_protocol = panel_per(table, "protocol", width=5.5)
+    for ax, protocol, part in per_protocol:
         for name, *_ in EFFECTS:
             if part[name].notna().any():
                 ax.plot(part["size_mb"], part[name], marker="o", label=name)
