@@ -246,7 +246,9 @@ def _warm_up(run: SweepRun, point: Point) -> tuple[float, float]:
     concurrent jobs can be told when to start measuring together. Returns that alignment and
     one job's launch time."""
     opts, live = run.opts, run.live
-    protocol = "posix" if "posix" in live.protocols else live.protocols[0]
+    # the first point's own protocol: the jobs' container sees what the points read, and no
+    # more (seen: a sweep of xrootd points only, whose posix warm-up found no file)
+    protocol = point.protocol if point.protocol in live.protocols else live.protocols[0]
     url = live.url(protocol, files_for(point, opts.study, run.dataset)[0])
     engine = payload_engine(point)
     argv = ("instore", "read", url, "--tree", tree_for(point, opts.study, run.dataset),

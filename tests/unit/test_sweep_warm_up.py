@@ -1,0 +1,56 @@
+"""The sweep's warm-up job reads over the first point's own protocol: the jobs' container sees
+what the points read and no more (seen: a sweep of xrootd points only, on a site that also
+offers posix, warmed up over posix, found no file, and fell back to a 10 s alignment)."""
+
+from __future__ import annotations
+
+import contextlib
+from types import SimpleNamespace
+from typing import Any
+
+from instore.study import Point, load_study
+from instore.sweep import runner
+
+
+class _Submitted(Exception):
+    pass
+
+
+class _Client:
+    def __init__(self) -> None:
+        self.jobs: list[Any] = []
+
+    def submit(self, fn: Any, job: Any, *args: Any, **kwargs: Any) -> Any:
+        self.jobs.append(job)
+        raise _Submitted
+
+
+class _Live:
+    protocols = ("posix", "xrootd", "http")
+
+    def url(self, protocol: str, file: str) -> str:
+        return {"posix": f"/disk/{file}", "xrootd": f"root://se//{file}",
+                "http": f"http://se/{file}"}[protocol]  # fmt: skip
+
+
+def _warm_up_url(point: Point) -> str:
+    client = _Client()
+    opts = SimpleNamespace(study=load_study(overrides={"profile": "quick"}), launch="fork")
+    run = SimpleNamespace(opts=opts, live=_Live(), client=client, workers=["w"], dataset=None,
+                          target=None, access=None, startup=None)  # fmt: skip
+    with contextlib.suppress(_Submitted):  # the job is all this test looks at
+        runner._warm_up(run, point)  # type: ignore[arg-type]
+    (job,) = client.jobs
+    return job.argv[2]
+
+
+def test_an_xrootd_sweep_warms_up_over_xrootd() -> None:
+    assert _warm_up_url(Point(section="load", protocol="xrootd")).startswith("root://se//")
+
+
+def test_a_posix_sweep_warms_up_over_posix() -> None:
+    assert _warm_up_url(Point(section="layout", protocol="posix")).startswith("/disk/")
+
+
+def test_a_protocol_the_site_lacks_falls_back_to_its_first() -> None:
+    assert _warm_up_url(Point(section="caching", protocol="xcache")).startswith("/disk/")
