@@ -169,7 +169,7 @@ def test_replay_load_and_filesystem_sections_in_one_sweep(env: dict[str, Path]) 
     assert big["urls"].nunique() == COPIES
     # what the storage side did, counted by the kernel around the point
     for col in ("host_cpu_busy", "xrootd_cpu_share", "disk_iops", "disk_mb_per_s",
-                "link_mbit_per_s", "usage_wall_s", "client_cpu_s"):  # fmt: skip
+                "link_mbit_per_s", "usage_wall_s", "client_cpu_s", "listen_overflows"):  # fmt: skip
         assert load[col].notna().all() and (load[col] >= 0).all(), col
     assert (big["disk_iops"] > 0).all() and (big["xrootd_cpu_share"] > 0).all()
     # HEPiX's fixed time: every client replayed until the time was up, pass after pass, and
@@ -178,7 +178,9 @@ def test_replay_load_and_filesystem_sections_in_one_sweep(env: dict[str, Path]) 
     events = json.loads(load["recorded"].iloc[0])["events"]
     assert events > 1000
     assert load["events"].to_numpy() == pytest.approx(events * load["passes"].to_numpy())
-    assert load[load["fill"] == 1]["passes"].iloc[0] > 1  # one client alone: several passes
+    alone = load[load["fill"] == 1].iloc[0]
+    assert alone["passes"] > 1  # one client alone: several passes, each on another copy, cold
+    assert len(alone["pass_urls"]) == COPIES - 1 and alone["urls"][0] not in alone["pass_urls"]
     table = points(load)
     assert list(table["clients"]) == FILLS
     assert (table["events_in_fixed_time"] > 0).all() and (table["fixed_time_s"] == FIXED_S).all()

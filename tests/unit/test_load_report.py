@@ -6,6 +6,7 @@ clients served at 80% CPU efficiency, and events per second and HEPiX's fixed-ti
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -47,6 +48,23 @@ def test_slow_opens_are_named_when_no_resource_is_full() -> None:
     table = points(_rows(64, 0.2, 10.0, 15.0))
     assert table.loc[0, "saturated"].endswith("opens slow (p95 15.0 s)")
     assert bottleneck({"host CPU": float("nan")}) == "unknown (no counters)"
+
+
+def test_slow_opens_name_the_accept_queue_when_the_server_turned_connections_away() -> None:
+    table = points(_rows(64, 0.2, 10.0, 15.0).assign(listen_overflows=37))
+    assert table.loc[0, "saturated"].endswith(
+        "opens slow (p95 15.0 s, server's accept queue full 37 times)"
+    )
+    assert table.loc[0, "accept_queue_overflows"] == 37
+
+
+def test_listen_overflows_are_read_from_the_servers_network_namespace() -> None:
+    """/proc/PID/net/netstat: a header line and a value line per group."""
+    from instore.site import usage
+
+    assert usage.listen_overflows(os.getpid()) is not None  # this process's namespace
+    assert usage.listen_overflows(None) is None
+    assert usage.listen_overflows(2**22 + 12345) is None  # no such process
 
 
 def test_events_per_second_and_the_hepix_figure_in_fixed_time_mode() -> None:

@@ -12,7 +12,7 @@ from instore.cli import main
 from instore.errors import InstoreError
 from instore.payload.source.file import FileBackend
 from instore.replay.closed_loop import replay
-from instore.replay.targets import by_url_map
+from instore.replay.targets import Targets, by_url_map
 from instore.replay.trace import load_trace
 
 SIZE = 1 << 20
@@ -112,6 +112,38 @@ def test_fixed_time_replays_until_the_time_is_up(tmp_path: Path) -> None:
     assert rec.events_per_s == pytest.approx(rec.events / rec.wall_s)
     assert rec.predicted_cpu_efficiency == pytest.approx(0.5 * rec.passes / rec.wall_s)
     assert rec.predicted_wall_s == pytest.approx(rec.wall_s / rec.passes)
+
+
+def test_later_passes_read_their_own_files_cold(tmp_path: Path) -> None:
+    """--pass-target: pass 2 reads the first, pass 3 the second, then round again, so no pass
+    finds its file in the page cache its previous pass filled. A missing one stops the replay
+    naming it and its pass."""
+    trace = load_trace(_trace(tmp_path, gap=0.02))
+    data = tmp_path / "data"
+    copies = [data / "copy-1.root", data / "copy-2.root"]
+    for copy in copies:
+        copy.write_bytes((data / "f.root").read_bytes())
+    targets = by_url_map(trace.files, [URL_MAP.format(tmp_path)])
+    assert targets.with_pass_urls([str(c) for c in copies]).for_pass(3) == (str(copies[0]),)
+    rec = replay(trace, targets.with_pass_urls([str(c) for c in copies]), fixed_time_s=0.7)
+    assert rec.error is None and rec.passes is not None and rec.passes > 1
+    assert rec.pass_urls == [str(c) for c in copies]
+    gone = str(data / "gone.root")
+    rec = replay(trace, targets.with_pass_urls([gone]), fixed_time_s=0.7, check=False)
+    assert rec.error is not None and "in pass 2) on " + gone in rec.error
+    assert rec.passes == pytest.approx(1.0)  # the first pass, on the target, was whole
+
+
+def test_pass_targets_need_fixed_time_and_a_one_file_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace_dir = _trace(tmp_path)
+    code = main(["replay", str(trace_dir), "--url-map", URL_MAP.format(tmp_path),
+                 "--pass-target", str(tmp_path / "data" / "f.root")])  # fmt: skip
+    assert code == 2 and "give --fixed-time S with it" in capsys.readouterr().err
+    two = Targets(("/a.root", "/b.root"))
+    with pytest.raises(InstoreError, match="the trace reads 2"):
+        two.with_pass_urls(["/c.root"])
 
 
 def test_no_events_in_the_trace_and_a_negative_fixed_time(

@@ -117,3 +117,31 @@ def test_stage_in_is_skipped_and_a_missing_trace_names_the_recording(tmp_path: P
     planned = sweep_plan.plan(opts, site)
     assert [p.protocol for p, _ in planned.todo] == ["posix"]
     assert planned.skipped == {"a replay reads in place; stage-in copies the file first": 1}
+
+
+def test_fixed_time_replays_deal_out_the_sets_other_copies_to_later_passes(
+    tmp_path: Path,
+) -> None:
+    """HEPiX's fixed time, cold: a client's later passes read copies no client of the point
+    read first (job j: j + jobs, j + 2 jobs, ...), and each job is told them in its argv."""
+    study = load_study(_study(
+        tmp_path,
+        filesets={"nano": {"like": "cms-nanoaod", "size_mb": 4, "replicas": 8, "identical": True}},
+        sections={"load": {"trace": ["rdf"], "fill": [1, 2, 8], "fixed_time_s": [10],
+                           "protocol": ["posix"]}},
+    ))  # fmt: skip
+    by_fill = {p.fill: p for p in expand(study, "load")}
+    one = sweep_plan.pass_files_for(by_fill[1], study)
+    assert one == [[f"nano-ordered-r{k}.root" for k in range(1, 8)]]
+    assert sweep_plan.pass_files_for(by_fill[2], study) == [
+        ["nano-ordered-r2.root", "nano-ordered-r4.root", "nano-ordered-r6.root"],
+        ["nano-ordered-r3.root", "nano-ordered-r5.root", "nano-ordered-r7.root"],
+    ]
+    assert sweep_plan.pass_files_for(by_fill[8], study) == [[]] * 8  # none left: re-read
+    assert len(set(sweep_plan.files_read(by_fill[2], study))) == 8  # all placed on the site
+    argv = job_argv(by_fill[1], "/d/nano-ordered-r0.root", "Events", tmp_path, data=tmp_path,
+                    pass_urls=["/d/nano-ordered-r1.root", "/d/nano-ordered-r2.root"])  # fmt: skip
+    assert argv[-4:] == ("--pass-target", "/d/nano-ordered-r1.root",
+                         "--pass-target", "/d/nano-ordered-r2.root")  # fmt: skip
+    once = expand(load_study(_study(tmp_path)), "replay")[0]
+    assert sweep_plan.pass_files_for(once, study) == [[]]  # one pass: nothing more to read

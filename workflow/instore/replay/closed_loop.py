@@ -61,13 +61,14 @@ def check_targets(trace: Trace, targets: Targets, timeout: float) -> None:
     the clock in a child process, so the replay's own first open connects as the job's did."""
     ctx = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(1, mp_context=ctx) as pool:
-        probed = pool.submit(_probe, list(targets.urls), timeout).result()
-    missing = [(url, err) for url, (_, err) in zip(targets.urls, probed, strict=True) if err]
+        probed = pool.submit(_probe, [*targets.urls, *targets.pass_urls], timeout).result()
+    urls = [*targets.urls, *targets.pass_urls]
+    missing = [(url, err) for url, (_, err) in zip(urls, probed, strict=True) if err]
     if missing:
         url, err = missing[0]
         unsupported = err.startswith("unsupported")
         raise InstoreError(
-            f"{len(missing)} of {len(targets.urls)} trace file(s) cannot be read at the target: "
+            f"{len(missing)} of {len(urls)} trace file(s) cannot be read at the target: "
             f"{url}: {err}",
             "replay over posix, root:// or http(s) (--protocol)" if unsupported else MISSING_FIX,
         )
@@ -75,7 +76,9 @@ def check_targets(trace: Trace, targets: Targets, timeout: float) -> None:
     for r in trace.requests:
         for offset, size in r.chunks:
             needed[r.file] = max(needed[r.file], offset + min(size, r.nbytes or size))
-    for url, (size, _), need in zip(targets.urls, probed, needed, strict=True):
+    for url, (size, _), need in zip(
+        urls, probed, needed * (1 + len(targets.pass_urls)), strict=True
+    ):
         if size is not None and size < need:
             raise InstoreError(
                 f"{url} holds {size} bytes but the trace reads up to byte {need}: another file "
@@ -147,12 +150,16 @@ class _Replay:
         self.passes, self.partial = self.passes + 1, 0.0
         return True
 
+    def url(self, file: int) -> str:
+        """Where the trace's ``file`` is for the pass in hand."""
+        return self.targets.for_pass(self.passes)[file]
+
     def issue(self, r: Request) -> None:
         from instore.payload.source.base import open_backend
 
         if r.op == "Open":
             t0 = time.perf_counter()
-            self.backends[r.handle] = open_backend(self.targets.urls[r.file], self.timeout)
+            self.backends[r.handle] = open_backend(self.url(r.file), self.timeout)
             self.open_s += time.perf_counter() - t0
         elif r.op == "Close":
             self.backends.pop(r.handle).close()
@@ -268,7 +275,7 @@ def replay(
         r = trace.requests[state.at]
         where = f" in pass {state.passes + 1}" if fixed_time_s > 0 else ""
         error = (f"{r.op} (request {state.at} of {len(trace.requests)}{where}) on "
-                 f"{targets.urls[r.file]} failed: {err}")  # fmt: skip
+                 f"{state.url(r.file)} failed: {err}")  # fmt: skip
     finally:
         state.close_all()
     wall = time.perf_counter() - t0
@@ -285,6 +292,7 @@ def replay(
         site=targets.site,
         protocol=targets.protocol,
         urls=list(targets.urls),
+        pass_urls=list(targets.pass_urls),
         start_time=start_time,
         wall_s=wall,
         open_s=state.open_s,

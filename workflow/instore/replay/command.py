@@ -71,6 +71,10 @@ def register(subparsers: Any) -> None:
                      help="HEPiX method: replay the trace again and again until this many seconds "
                      "have passed (default: 0, replay once); the record counts the passes and "
                      "the events they stand for")  # fmt: skip
+    rep.add_argument("--pass-target", action="append", default=[], metavar="URL",
+                     help="with --fixed-time, a one-file trace: the file a later pass reads "
+                     "instead (repeat; pass 2 reads the first, cycling), so no pass re-reads "
+                     "what the page cache kept from the one before")  # fmt: skip
     rep.add_argument("--xrdreplay", action="store_true",
                      help="also run Debian's xrdreplay (open loop, root:// only) and record it")  # fmt: skip
     rep.add_argument("--out", type=Path, default=None, help="also write the record (JSON) here")
@@ -150,6 +154,10 @@ def _replay(args: argparse.Namespace) -> int:
         targets = by_target(trace.files, args.target)
     else:
         targets = by_url_map(trace.files, args.url_map)
+    if args.pass_target and not args.fixed_time:
+        raise InstoreError("--pass-target names the files of later passes",
+                           "give --fixed-time S with it (one pass reads only the targets)")  # fmt: skip
+    targets = targets.with_pass_urls(args.pass_target)
     if args.xrdreplay:
         from instore.replay.xrdreplay import xrdreplay_binary
 

@@ -72,6 +72,7 @@ class ReplayRecord:
     passes: float | None = None
     events: float | None = None  # the recorded job's events x passes; None: the trace has none
     events_per_s: float | None = None  # events / wall
+    pass_urls: list[str] = field(default_factory=list)  # fixed-time: later passes' files
     provenance: dict[str, Any] = field(default_factory=dict)
     record_version: int = REPLAY_RECORD_VERSION
     kind: str = "replay"

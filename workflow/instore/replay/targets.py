@@ -23,6 +23,25 @@ class Targets:
     site: str | None = None
     protocol: str | None = None
     env: dict[str, str] = field(default_factory=dict)  # the site's job environment
+    # Fixed-time mode, a one-file trace: the file each later pass reads instead (pass 2 the
+    # first, cycling; none: every pass re-reads ``urls``), so a pass does not find its file in
+    # the page cache its previous pass filled, as a job reading a dataset would not
+    pass_urls: tuple[str, ...] = ()
+
+    def for_pass(self, index: int) -> tuple[str, ...]:
+        """The URLs pass ``index`` (0: the first) reads."""
+        if index == 0 or not self.pass_urls:
+            return self.urls
+        return (self.pass_urls[(index - 1) % len(self.pass_urls)],)
+
+    def with_pass_urls(self, urls: Sequence[str]) -> Targets:
+        """These targets, later passes reading ``urls`` in turn (a one-file trace only)."""
+        if urls and len(self.urls) != 1:
+            raise InstoreError(
+                f"--pass-target gives later passes one file, but the trace reads {len(self.urls)}",
+                "drop --pass-target, or record a job that reads one file",
+            )
+        return Targets(self.urls, self.site, self.protocol, self.env, tuple(urls))
 
 
 def file_name(url: str) -> str:

@@ -103,6 +103,13 @@ def _events(ok: pd.DataFrame, span: float, fixed_time_s: Any) -> dict[str, float
     }
 
 
+def _first_number(first: pd.Series, column: str) -> float:
+    """A point-wide counter from its first row (NaN where not recorded: real sites, older
+    records)."""
+    value = first.get(column)
+    return float(value) if value is not None and pd.notna(value) else np.nan
+
+
 def bottleneck(use: dict[str, float]) -> str:
     """The resource nearest its limit: named as saturated at 80% or more; below that no
     resource is full, and the clients wait on round trips and queues (the nearest is named)."""
@@ -144,8 +151,12 @@ def points(rows: pd.DataFrame) -> pd.DataFrame:
             **{f"use: {k}": v for k, v in use.items()},
             saturated=bottleneck(use),
         )
+        row["accept_queue_overflows"] = _first_number(first, "listen_overflows")
         if row["saturated"].startswith("none at") and row["open_p95_ms"] > SLOW_OPEN_MS:
-            row["saturated"] += f"; opens slow (p95 {row['open_p95_ms'] / 1e3:.1f} s)"
+            row["saturated"] += f"; opens slow (p95 {row['open_p95_ms'] / 1e3:.1f} s"
+            lost = row["accept_queue_overflows"]
+            full = pd.notna(lost) and lost > 0
+            row["saturated"] += f", server's accept queue full {lost:.0f} times)" if full else ")"
         out.append(row)
     frame = pd.DataFrame(out)
     return frame.sort_values([*SETUP, "clients"]).reset_index(drop=True) if len(frame) else frame
@@ -221,7 +232,8 @@ def load_saturation(view: SiteView, section: str = "load") -> None:
 
 
 # Columns a section may not fill (traces without events, no fixed-time point): left out then.
-OPTIONAL = ("aggregate_events_per_s", "fixed_time_s", "events_in_fixed_time")
+OPTIONAL = ("aggregate_events_per_s", "fixed_time_s", "events_in_fixed_time",
+            "accept_queue_overflows")  # fmt: skip
 
 
 def load_table(view: SiteView, section: str = "load") -> None:

@@ -1,7 +1,8 @@
 """What the worker and the storage side did during a point, from cumulative kernel counters
 read just before its jobs start and just after they end: CPU of the host, of the XRootD
 server and of the link emulator, the disk's busy time, requests and queue, and the link's
-bytes and drops. The load section names the resource that gave out first from these.
+bytes and drops, and the connections the storage server's accept queue turned away. The load
+section names the resource that gave out first from these.
 
 Counters a site cannot see stay None: a real site shows only the worker's own CPU.
 """
@@ -30,6 +31,7 @@ class Counters:
     link_bytes: int | None = None
     link_drops: int | None = None
     io_stall_us: int | None = None  # PSI: time at least one task waited on block I/O
+    listen_overflows: int | None = None  # the storage server's network namespace (TcpExt)
 
 
 def host_cpu() -> tuple[float, float]:
@@ -68,6 +70,23 @@ def block_counters(dev: str) -> tuple[int, int, int, int]:
     return f[0], f[2], f[9], f[10]
 
 
+def listen_overflows(pid: int | None) -> int | None:
+    """Connection attempts the kernel dropped because a listening socket's accept queue was
+    full (TcpExt ListenOverflows), in the network namespace of process ``pid`` (the storage
+    server): such a client's SYN is retried after 1, 3, 7, 15 s, so its open takes that long."""
+    if pid is None:
+        return None
+    try:
+        lines = Path(f"/proc/{pid}/net/netstat").read_text().splitlines()
+    except OSError:
+        return None
+    for head, values in zip(lines[::2], lines[1::2], strict=False):
+        if head.startswith("TcpExt:"):
+            table = dict(zip(head.split()[1:], values.split()[1:], strict=False))
+            return int(table["ListenOverflows"]) if "ListenOverflows" in table else None
+    return None
+
+
 def qdisc_drops(dev: str, netns: str | None = None) -> int | None:
     """Packets the device's root qdisc dropped (tc -s -j; None when tc cannot say)."""
     cmd = ["tc", *(["-n", netns] if netns else []), "-s", "-j", "qdisc", "show", "dev", dev]
@@ -96,6 +115,7 @@ def read_counters(
         link_bytes=link[0],
         link_drops=link[1],
         io_stall_us=io_stall_us(),
+        listen_overflows=listen_overflows((pids or {}).get("xrootd")),
     )
 
 
@@ -135,4 +155,6 @@ def usage_between(
     out["io_stall"] = None if None in stall or wall <= 0 else (stall[1] - stall[0]) / 1e6 / wall  # type: ignore[operator]
     drops = (before.link_drops, after.link_drops)
     out["link_drops"] = None if None in drops else drops[1] - drops[0]  # type: ignore[operator]
+    lost = (before.listen_overflows, after.listen_overflows)
+    out["listen_overflows"] = None if None in lost else lost[1] - lost[0]  # type: ignore[operator]
     return out

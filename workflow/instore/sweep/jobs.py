@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,13 +114,15 @@ def job_argv(
     start_at: float | None = None,
     data: Path | None = None,
     job_timeout_s: float | None = None,
+    pass_urls: Sequence[str] = (),
 ) -> tuple[str, ...]:
     if point.trace is not None:
         if data is None:
             raise ValueError("a replay point's job needs the data directory (its trace)")
         # absolute: a job in a container runs elsewhere, with the data bound at its real path
         trace = traces_dir(data.resolve()) / point.trace
-        return replay_argv(point, url, trace, start_at, replay_request_timeout(job_timeout_s))
+        timeout = replay_request_timeout(job_timeout_s)
+        return replay_argv(point, url, trace, start_at, timeout, pass_urls)
     argv = ["instore", "read", url, "--tree", tree, *point.read_args()]
     if start_at is not None:
         argv += ["--start-at", f"{start_at:.3f}"]
@@ -136,6 +138,7 @@ def replay_argv(
     trace: Path,
     start_at: float | None = None,
     request_timeout_s: float = REPLAY_REQUEST_TIMEOUT_S,
+    pass_urls: Sequence[str] = (),
 ) -> tuple[str, ...]:
     """`instore replay` of the point's trace against the file at ``url``: one run record
     (``--record-only``) on stdout, as `instore read` prints one; a point's fixed time (the
@@ -145,6 +148,8 @@ def replay_argv(
             "--timeout", f"{request_timeout_s:g}"]  # fmt: skip
     if point.fixed_time_s > 0:
         argv += ["--fixed-time", str(point.fixed_time_s)]
+        for later in pass_urls:  # the files its later passes read, cold
+            argv += ["--pass-target", later]
     if start_at is not None:
         argv += ["--start-at", f"{start_at:.3f}"]
     return tuple(argv)

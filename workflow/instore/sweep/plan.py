@@ -32,6 +32,24 @@ def files_for(point: Point, study: Study, dataset: Dataset | None = None) -> lis
     return [replica_name(point.layout, j % replicas, fileset) for j in range(point.jobs)]
 
 
+def pass_files_for(point: Point, study: Study, dataset: Dataset | None = None) -> list[list[str]]:
+    """For each job of a replay point in fixed-time mode, the files its later passes read: the
+    set's replicas no job of the point reads first, dealt out in turn (job j: j + jobs,
+    j + 2 jobs, ...), so a pass finds no file the page cache kept from a pass before it, until
+    the set runs out. Empty lists for other points and for a site's own dataset."""
+    if point.trace is None or point.fixed_time_s <= 0 or dataset is not None:
+        return [[] for _ in range(point.jobs)]
+    replicas, fileset = study.fileset(point.fileset).replicas, point.fileset or ""
+    return [[replica_name(point.layout, r, fileset) for r in range(j + point.jobs, replicas, point.jobs)]
+            for j in range(point.jobs)]  # fmt: skip
+
+
+def files_read(point: Point, study: Study, dataset: Dataset | None = None) -> list[str]:
+    """Every file the point's jobs read: each job's first, and its later passes'."""
+    later = [f for files in pass_files_for(point, study, dataset) for f in files]
+    return [*files_for(point, study, dataset), *later]
+
+
 def tree_for(point: Point, study: Study, dataset: Dataset | None = None) -> str:
     """The object the point's jobs read: the dataset's, else the one its file set holds."""
     return dataset.tree if dataset is not None else study.tree_of(point.fileset)
@@ -66,7 +84,7 @@ def plan(opts: SweepOptions, site: SiteConfig) -> Plan:
                 result.skipped[reason] = result.skipped.get(reason, 0) + 1
             else:
                 result.todo.append((point, key))
-                needed.update(() if dataset else files_for(point, study))
+                needed.update(() if dataset else files_read(point, study))
     result.files = [opts.data / name for name in sorted(needed)]
     _require_traces(opts, {p.trace for p, _ in result.todo if p.trace is not None})
     missing = [p for p in result.files if not p.exists()]

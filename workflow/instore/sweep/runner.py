@@ -28,7 +28,15 @@ from instore.study import Point
 from instore.sweep.cluster import cluster_client
 from instore.sweep.jobs import Job, access_for, in_container, job_argv, payload_engine, run_job
 from instore.sweep.options import SweepOptions, SweepSummary
-from instore.sweep.plan import Plan, cluster_skip_reason, files_for, plan, tree_for
+from instore.sweep.plan import (
+    Plan,
+    cluster_skip_reason,
+    files_for,
+    files_read,
+    pass_files_for,
+    plan,
+    tree_for,
+)
 from instore.sweep.store import RecordStore
 
 log = logging.getLogger(__name__)
@@ -94,7 +102,7 @@ def _sweep(
     )
     clock = _Clock()
     dataset = planned.dataset
-    needed = sorted({f for p, _ in todo for f in files_for(p, opts.study, dataset)})
+    needed = sorted({f for p, _ in todo for f in files_read(p, opts.study, dataset)})
     remote = needed if dataset else []
     files = [] if dataset else [opts.data / name for name in needed]
     with open_site(site, files=files, results=opts.results, remote=remote) as live:
@@ -174,7 +182,7 @@ def sweep_access(
 ) -> Access:
     """What the sweep's jobs see, once for all its points: a warm payload's container is
     started once with it. Every file every point reads is reachable, over its protocol."""
-    urls = {live.url(p.protocol, f) for p in points for f in files_for(p, opts.study, dataset)}
+    urls = {live.url(p.protocol, f) for p in points for f in files_read(p, opts.study, dataset)}
     fuse = any(p.protocol == "fuse" for p in points)
     return access_for(
         sorted(urls), live.job_env(), opts.data, opts.scratch, fuse, in_container(target)
@@ -292,6 +300,8 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
     disk_before, link_before = live.disk_bytes_read(), live.link_bytes()
     reads_before = live.disk_reads()
     urls = [live.url(point.protocol, f) for f in files]
+    later = [[live.url(point.protocol, f) for f in each]
+             for each in pass_files_for(point, opts.study, run.dataset)]  # fmt: skip
     start_at = job_start_at(point.jobs, time.time())
     # the last of a node's jobs is forked after the others: it is ready (fill - 1) launches later
     align = run.align_s + (point.fill - 1) * run.launch_s
@@ -302,7 +312,14 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
             index=j,
             node=j // point.fill,
             argv=job_argv(
-                point, url, tree, opts.scratch, measure_at, opts.data, opts.study.timeout_s
+                point,
+                url,
+                tree,
+                opts.scratch,
+                measure_at,
+                opts.data,
+                opts.study.timeout_s,
+                later[j],
             ),
             target=run.target,
             access=run.access,
