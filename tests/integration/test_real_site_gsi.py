@@ -226,12 +226,16 @@ def test_preflight_names_a_missing_file(uploaded: Grid) -> None:
 def test_preflight_names_a_changed_file_by_its_checksum(uploaded: Grid) -> None:
     name = replica_name("ordered", 0)
     remote = uploaded.server.data / name
-    good = remote.read_bytes()
+    good, stat = remote.read_bytes(), remote.stat()
     try:
         remote.write_bytes(good[:100] + bytes(len(good) - 100))  # same size, other bytes
         lines = _preflight(uploaded)
     finally:
         remote.write_bytes(good)
+        # XRootD keeps a file's adler32 with its mtime, in seconds: restored within the second
+        # the bad copy's sum was taken, the good copy would be served that stale sum (seen: the
+        # next test's preflight called the good copy corrupt). Its own mtime back makes it stale.
+        os.utime(remote, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert len(lines) == 3, lines  # xrootd, stage-in (root://) and http
     for line in lines:
         assert "adler32 of " in line and f"//{name} is 0x" in line

@@ -68,8 +68,8 @@ def check_targets(trace: Trace, targets: Targets, timeout: float) -> None:
         url, err = missing[0]
         unsupported = err.startswith("unsupported")
         raise InstoreError(
-            f"{len(missing)} of {len(urls)} trace file(s) cannot be read at the target: "
-            f"{url}: {err}",
+            f"{len(missing)} of {len(urls)} trace file(s) (pass targets included) cannot be read "
+            f"at the target: {url}: {err}",
             "replay over posix, root:// or http(s) (--protocol)" if unsupported else MISSING_FIX,
         )
     needed = [0] * len(trace.files)

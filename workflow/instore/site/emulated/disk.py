@@ -61,13 +61,14 @@ def format_and_mount(names: SiteNames, disk: Disk, dev: str) -> None:
     set_readahead(dev, disk.readahead_kb)
 
 
+def _mounts() -> list[tuple[str, str]]:
+    """(mount point, file system type) of every mount, as the kernel lists them."""
+    return [(f[1], f[2]) for f in map(str.split, Path("/proc/mounts").read_text().splitlines())]
+
+
 def mounted_type(mountpoint: Path) -> str | None:
     """The file system the kernel has mounted there (what the records say was measured)."""
-    for line in Path("/proc/mounts").read_text().splitlines():
-        fields = line.split()
-        if fields[1] == str(mountpoint):
-            return fields[2]
-    return None
+    return next((kind for point, kind in _mounts() if point == str(mountpoint)), None)
 
 
 def set_readahead(dev: str, kb: int) -> None:
@@ -162,11 +163,7 @@ def detach(dev: str) -> None:
 def our_mounts() -> list[str]:
     """Mount points under our work directories (disk and FUSE), deepest first."""
     root = f"{WORK_ROOT}/{PREFIX}"
-    found = []
-    for line in Path("/proc/mounts").read_text().splitlines():
-        mountpoint = line.split()[1]
-        if mountpoint.startswith(root):
-            found.append(mountpoint)
+    found = [point for point, _ in _mounts() if point.startswith(root)]
     return sorted(found, key=len, reverse=True)
 
 
