@@ -109,3 +109,23 @@ def test_stage_in_with_xrdcp_works_inside_the_image(podman_target, ordered_file,
     )
     assert staged["error"] is None, staged["error"]
     assert staged["stage_in_s"] > 0 and staged["events"] == direct["events"] > 0
+
+
+def test_worker_addresses_are_named_inside_the_container(podman_target):
+    """XRootD's login looks up a name for each of the worker's addresses (IPv4 ones in their
+    IPv4-mapped form); inside the container the hosts file must answer, not the VM's DNS (64
+    clients at once lost queries there and opened in 15 s)."""
+    from instore.container.hosts import own_address_entries
+
+    entries = own_address_entries()
+    assert any(address.startswith("::ffff:") for _, address in entries)
+    script = (
+        "import json, socket, sys\n"
+        "out = {}\n"
+        "for a in sys.argv[1:]:\n"
+        "    out[a] = socket.getnameinfo((a, 0), socket.NI_NAMEREQD)[0]\n"
+        "print(json.dumps(out))\n"
+    )
+    proc = run(podman_target, ["python3", "-c", script, *(a for _, a in entries)])
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {address: name for name, address in entries}

@@ -40,7 +40,7 @@ COLUMNS = {
     "ready_at",
     # the container's
     "runtime", "image_digest", "container_startup_s", "outer_wall_s", "exit_status",
-    "launch", "launch_s",
+    "launch", "launch_s", "own_names_in_hosts",
     # the job's fate
     "job", "node", "attempts", "status", "attempt_errors", "start_skew_s", "batch_job_id",
     "launch_note",

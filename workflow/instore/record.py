@@ -195,6 +195,9 @@ class ContainerRun:
     # being ready to measure (jobs told to start together then wait for the common start).
     launch: str = "exec"
     launch_s: float | None = None
+    # The worker's own addresses were named in the container's /etc/hosts, so the XRootD
+    # client's login lookups of them never reached DNS (container/hosts.py says why)
+    own_names_in_hosts: bool = False
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from instore.container.runtime import (
     NO_ACCESS,
     Access,
     Launch,
+    Runtime,
     Target,
     failure_line,
     last_line,
@@ -106,6 +107,7 @@ def _container_run(
         exit_status=exit_status,
         launch="exec",
         launch_s=launch_s,
+        own_names_in_hosts=target.runtime is Runtime.PODMAN,
     )
 
 

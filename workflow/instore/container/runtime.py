@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from instore.container.hosts import add_host_args, own_address_entries
 from instore.errors import InstoreError
 
 log = logging.getLogger(__name__)
@@ -240,6 +241,8 @@ def _podman_argv(
         "--workdir",
         workdir,
         *ulimit_args(),
+        # the worker's own addresses named locally: XRootD's login lookups never reach DNS
+        *add_host_args(own_address_entries()),
     ]
     if name:
         argv += ["--name", name, "--interactive"]

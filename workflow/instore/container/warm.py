@@ -227,6 +227,7 @@ class WarmPayload:
             exit_status=status,
             launch="fork",
             launch_s=launch_s,
+            own_names_in_hosts=self.target.runtime is Runtime.PODMAN,
         )
 
 
