@@ -224,3 +224,15 @@ def test_conditions_read_as_a_short_table_with_units() -> None:
     assert real["endpoints"] == "posix: /d/{file}"
     page = conditions_html(emulated)
     assert page.index("</table>") < page.index("<details>") and "<details open" not in page
+
+
+def test_provenance_says_where_the_workers_own_names_were_looked_up() -> None:
+    """A load page's open times mean something else when every open waited on DNS."""
+    import pandas as pd
+    from instore.report.pages import _own_names
+
+    assert "hosts file" in _own_names(pd.DataFrame({"own_names_in_hosts": [True, True]}))
+    assert "resolver" in _own_names(pd.DataFrame({"own_names_in_hosts": [False, None]}))
+    assert "resolver" in _own_names(pd.DataFrame({"status": ["ok"]}))  # records from before
+    mixed = _own_names(pd.DataFrame({"own_names_in_hosts": [True, False, True]}))
+    assert "2 of 3" in mixed

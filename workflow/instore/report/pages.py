@@ -57,7 +57,18 @@ def site_facts(rows: pd.DataFrame) -> dict[str, str]:
         "runtime / image": f"{_distinct(rows.get('runtime', []))} / {_distinct(rows.get('image_digest', []))}",
         # http(s) was read with these clients (not a site's Davix unless it says XrdClHttp)
         "HTTP clients": _distinct(c for c in rows.get("http_client", []) if c != "n/a"),
+        "worker's own names": _own_names(rows),
     }
+
+
+def _own_names(rows: pd.DataFrame) -> str:
+    """Where the XRootD client's lookups of the worker's own addresses were answered."""
+    named = rows.get("own_names_in_hosts", pd.Series(dtype=object)).fillna(False).astype(bool)
+    if named.all() and len(named):
+        return "the container's hosts file (no DNS query per open)"
+    if not named.any():
+        return "the worker's resolver (DNS: a burst of opens can wait on it)"
+    return f"the container's hosts file for {named.sum()} of {len(named)} jobs, else DNS"
 
 
 def _setup(label: str, row: pd.Series) -> str:

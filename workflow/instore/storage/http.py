@@ -8,22 +8,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-import urllib3
-
 from instore.credentials import discovery, handoff
 from instore.errors import InstoreError
 from instore.storage.base import CHUNK, Storage, StorageError
-from instore.urls import HTTP, http_url, is_tls
+from instore.urls import HTTP, http_url
 
 _DIGEST = re.compile(r"adler32=([0-9a-fA-F]{1,8})")
 _REDIRECTS = (301, 302, 307, 308)
-
-
-def _pool(url: str) -> urllib3.PoolManager:
-    if not is_tls(url):  # no certificate to present, nor a token to send
-        return urllib3.PoolManager(retries=False)
-    return urllib3.PoolManager(ssl_context=handoff.ssl_context(discovery.discover()),
-                               retries=False)  # fmt: skip
 
 
 def _headers(url: str) -> dict[str, str]:
@@ -32,7 +23,7 @@ def _headers(url: str) -> dict[str, str]:
 
 def _head(url: str, timeout: float, extra: dict[str, str] | None = None) -> Any:
     url = http_url(url)
-    pool = _pool(url)
+    pool = handoff.pool_for(url)
     try:
         return pool.request("HEAD", url, headers={**_headers(url), **(extra or {})},
                             redirect=True, timeout=timeout)  # fmt: skip
@@ -59,7 +50,7 @@ class HTTPStorage(Storage):
 
     def put(self, local: Path, url: str) -> None:
         url = http_url(url)
-        pool = _pool(url)
+        pool = handoff.pool_for(url)
         headers = {**_headers(url), "Content-Length": str(local.stat().st_size)}
         for _ in range(3):  # storage may redirect a PUT to a data server: follow, resending
             with open(local, "rb") as body:
@@ -82,7 +73,7 @@ class HTTPStorage(Storage):
 
     def drain(self, url: str) -> None:
         url = http_url(url)
-        pool = _pool(url)
+        pool = handoff.pool_for(url)
         try:
             resp = pool.request("GET", url, headers=_headers(url), preload_content=False,
                                 timeout=60)  # fmt: skip
