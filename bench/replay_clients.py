@@ -1,16 +1,17 @@
 """Benchmark: what a replay client costs the machine it runs on.
 
 1. **One client** (issue 22): a trace of sequential 1 MiB reads replayed closed-loop over
-   root:// against a local XRootD (Debian's, started here; the file is in the page cache, so
-   the storage is not the limit), once paced at 10 ms per MiB (about 100 MB/s) and once with
-   no think time (as fast as it goes). Per run: MB/s moved and the replayer's own CPU
-   (``client_cpu_s``, its XRootD client's threads included) as a share of one core.
-   Target: at most 5% of a core at 100 MB/s.
+   root:// and over http:// against a local XRootD with XrdHttp (Debian's, started here; the
+   file is in the page cache, so the storage is not the limit), once paced at 10 ms per MiB
+   (about 100 MB/s) and once with no think time (as fast as it goes). Per run: MB/s moved and
+   the replayer's own CPU (``client_cpu_s``, its XRootD client's threads included) as a share
+   of one core. Target: at most 5% of a core at 100 MB/s.
 2. **Many clients** (issue 23): the load section alone on lan-ssd (an emulated site: needs
-   root), the study's agc-load trace replayed by 64 clients at once, each on its own copy;
-   from the records: the clients' CPU (sum of ``client_cpu_s`` over the replays' span) and the
-   host's busy share over the point, both as shares of all cores. Target: the clients' CPU
-   below 50%. Needs the trace and the copies a `make study` made (data/files).
+   root), the study's agc-load trace replayed by 64 clients at once for 10 s (as the study's
+   load points run), each on its own copy, over xrootd and over http; from the records: the
+   clients' CPU (sum of ``client_cpu_s`` over the replays' span) and the host's busy share over
+   the point, both as shares of all cores. Target: the clients' CPU below 50%. Needs the trace
+   and the copies a `make study` made (data/files).
 
 Results go to bench/replay_results.json with the machine they ran on.
 Usage: python bench/replay_clients.py [--skip-load] [--clients N]
@@ -19,6 +20,7 @@ Usage: python bench/replay_clients.py [--skip-load] [--clients N]
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -45,24 +47,29 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _xrootd(root: Path) -> tuple[subprocess.Popen[bytes], int]:
-    """A plain XRootD over ``root/data`` on a free port (stopped by the caller, by PID)."""
+def _xrootd(root: Path) -> tuple[subprocess.Popen[bytes], int, int]:
+    """A plain XRootD over ``root/data`` on a free port, XrdHttp on another (stopped by the
+    caller, by PID)."""
     data, run = root / "data", root / "run"
     for d in (data, run):
         d.mkdir(parents=True)
         shutil.chown(d, "xrootd")
     root.chmod(0o755)
-    port = _free_port()
+    port, http_port = _free_port(), _free_port()
     conf = root / "xrootd.cfg"
     conf.write_text(f"xrd.port {port}\nall.export /\noss.localroot {data}\n"
-                    f"all.adminpath {run}\nall.pidpath {run}\n")  # fmt: skip
+                    f"all.adminpath {run}\nall.pidpath {run}\n"
+                    f"xrd.protocol XrdHttp:{http_port} libXrdHttp.so\n")  # fmt: skip
     proc = subprocess.Popen(["xrootd", "-R", "xrootd", "-c", str(conf), "-l", str(run / "log")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)  # fmt: skip
     for _ in range(100):
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return proc, port
+        with socket.socket() as s, socket.socket() as h:
+            if (
+                s.connect_ex(("127.0.0.1", port)) == 0
+                and h.connect_ex(("127.0.0.1", http_port)) == 0
+            ):
+                return proc, port, http_port
         time.sleep(0.1)
     proc.kill()
     raise SystemExit("xrootd did not start")
@@ -93,28 +100,31 @@ def one_client() -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="instore-bench-replay-") as tmp:
         root = Path(tmp)
         root.chmod(0o755)  # the server runs as xrootd
-        proc, port = _xrootd(root / "srv")
+        proc, port, http_port = _xrootd(root / "srv")
         try:
             path = root / "srv" / "data" / "seq.bin"
             with path.open("wb") as f:
                 for _ in range(FILE_MIB):
                     f.write(os.urandom(MIB))
             path.read_bytes()  # into the page cache: the storage is not what is measured
-            url = f"root://127.0.0.1:{port}//seq.bin"
-            for label, pace in (("paced 10 ms per MiB", 0.010), ("no think time", 0.0)):
-                trace = _trace(root / f"trace-{pace}", url, FILE_MIB, pace)
+            recorded = f"root://127.0.0.1:{port}//seq.bin"
+            targets = {"xrootd": recorded, "http": f"http://127.0.0.1:{http_port}//seq.bin"}
+            for (label, pace), (protocol, url) in itertools.product(
+                (("paced 10 ms per MiB", 0.010), ("no think time", 0.0)), targets.items()
+            ):
+                trace = _trace(root / f"trace-{pace}", recorded, FILE_MIB, pace)
                 done = subprocess.run(
                     [sys.executable, "-m", "instore.cli", "replay", str(trace), "--target", url,
                      "--record-only"], capture_output=True, text=True, check=True)  # fmt: skip
                 rec = json.loads(done.stdout)
                 mb_s = rec["bytes_read"] / 1e6 / rec["wall_s"]
                 share = rec["client_cpu_s"] / rec["wall_s"]
-                results.append({"run": label, "protocol": "xrootd", "mb_per_s": mb_s,
+                results.append({"run": label, "protocol": protocol, "mb_per_s": mb_s,
                                 "wall_s": rec["wall_s"], "client_cpu_s": rec["client_cpu_s"],
                                 "cpu_share_of_a_core": share,
                                 "cpu_s_per_100_mb": rec["client_cpu_s"] / rec["bytes_read"] * 1e8})  # fmt: skip
                 print(
-                    f"one client, {label}: {mb_s:.0f} MB/s, CPU {share:.1%} of a core "
+                    f"one client, {label}, {protocol}: {mb_s:.0f} MB/s, CPU {share:.1%} of a core "
                     f"({rec['client_cpu_s']:.3f} s in {rec['wall_s']:.2f} s)"
                 )
         finally:
@@ -123,38 +133,45 @@ def one_client() -> list[dict]:
     return results
 
 
-def many_clients(clients: int) -> dict:
+def many_clients(clients: int) -> list[dict]:
     data = REPO / "data" / "files"
     study = yaml.safe_load((REPO / "config" / "study.yaml").read_text())
     full = study["profiles"]["full"]
     trace = full["traces"]["agc-load"]
     if not (data / "traces" / "agc-load" / "trace.json").exists():
         raise SystemExit("no data/files/traces/agc-load: run `make study` first")
+    load = {"trace": ["agc-load"], "fill": [clients], "protocol": ["xrootd", "http"],
+            "fixed_time_s": full["sections"]["load"]["fixed_time_s"]}  # fmt: skip
     profile = {**{k: full[k] for k in ("files", "filesets", "traces")}, "sites": ["lan-ssd"],
-               "repetitions": 1, "timeout_s": 300, "retries": 0,
-               "sections": {"load": {"trace": ["agc-load"], "fill": [clients],
-                                     "protocol": ["xrootd"]}}}  # fmt: skip
+               "repetitions": 1, "timeout_s": 300, "retries": 0, "sections": {"load": load}}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="instore-bench-load-") as tmp:
         path = Path(tmp) / "study.yaml"
         path.write_text(yaml.safe_dump({"profile": "b", "profiles": {"b": profile}}))
         results = Path(tmp) / "results"
         subprocess.run([sys.executable, "-m", "instore.cli", "sweep", "--site", "lan-ssd",
                         "--study", str(path), "--data", str(data), "--results", str(results),
-                        "--runtime", "none", "--no-progress"], check=True)  # fmt: skip
-        rows = pd.read_parquet(results / "lan-ssd" / "load.parquet")
+                        "--runtime", "podman", "--no-progress"], check=True)  # fmt: skip
+        table = pd.read_parquet(results / "lan-ssd" / "load.parquet")
+    return [_load_point(rows, trace) for _, rows in table.groupby("protocol")]
+
+
+def _load_point(rows: pd.DataFrame, trace: dict) -> dict:
     from instore.report.load import active_span
 
     span = active_span(rows)
     cores = os.cpu_count() or 1
-    out = {"clients": len(rows), "failed": int((rows["status"] != "ok").sum()),
-           "trace": trace, "span_s": span,
+    out = {"protocol": rows["protocol"].iloc[0], "clients": len(rows),
+           "failed": int((rows["status"] != "ok").sum()), "trace": trace, "span_s": span,
            "clients_cpu_share": float(rows["client_cpu_s"].sum()) / span / cores,
+           "client_cpu_ms_per_read": float(rows["client_cpu_s"].sum() / rows["read_calls"].sum() * 1e3),
            "host_cpu_busy": float(rows["host_cpu_busy"].iloc[0]),
            "xrootd_cpu_share": float(rows["xrootd_cpu_share"].iloc[0]),
-           "median_predicted_cpu_efficiency": float(rows["predicted_cpu_efficiency"].median())}  # fmt: skip
+           "median_predicted_cpu_efficiency": float(rows["predicted_cpu_efficiency"].median()),
+           "open_p95_s": float(rows["open_s"].quantile(0.95))}  # fmt: skip
     print(
-        f"{clients} clients on lan-ssd: clients' CPU {out['clients_cpu_share']:.1%} of the "
-        f"host, host busy {out['host_cpu_busy']:.1%} over the point, {out['failed']} failed"
+        f"{out['clients']} clients on lan-ssd over {out['protocol']}: clients' CPU "
+        f"{out['clients_cpu_share']:.1%} of the host, host busy {out['host_cpu_busy']:.1%} over "
+        f"the point, {out['failed']} failed"
     )
     return out
 

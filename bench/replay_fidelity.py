@@ -9,9 +9,13 @@ uproot loaded once, as a site's CVMFS cache holds them), alternating, ``--runs``
 Reported: the medians and the predicted / real ratio (target: within 15%). With ``--xcache`` on a site that has one, the
 replay and the real run also go through its XCache, warmed by a first read.
 
+``--wan-rtt MS`` adds the WAN site at another round trip (its config with ``network.rtt_ms``
+changed, under the name ``wan-rtt<MS>``): a replay must follow the storage's latency, not only
+the one it was checked at.
+
 Results go to bench/fidelity_results.json with the machine they ran on. Needs root and a
 finished `make study` (its traces and files). Usage:
-  python bench/replay_fidelity.py [--sites lan-hdd wan] [--runs 3] [--xcache]
+  python bench/replay_fidelity.py [--sites lan-hdd wan] [--wan-rtt 50] [--runs 3] [--xcache]
 """
 
 from __future__ import annotations
@@ -88,21 +92,38 @@ def measure(site: str, protocol: str, name: str, spec: dict, tree: str, runs: in
             pred.append(replayed(site, protocol, trace)["wall_s"])
     r, p = statistics.median(real), statistics.median(pred)
     recorded_cpu = json.loads((trace / "trace.json").read_text())["cpu_s"]
-    row = {"trace": name, "site": site, "protocol": protocol, "real_wall_s": real,
+    row = {"trace": name, "site": site_label(site), "protocol": protocol, "real_wall_s": real,
            "real_cpu_s": cpu, "recorded_cpu_s": recorded_cpu,
            "replay_wall_s": pred, "real_median_s": r, "replay_median_s": p,
            "predicted_over_real": p / r}  # fmt: skip
     print(
-        f"{name} on {site} over {protocol}: real {r:.2f} s (CPU {statistics.median(cpu):.2f} "
+        f"{name} on {site_label(site)} over {protocol}: real {r:.2f} s (CPU {statistics.median(cpu):.2f} "
         f"s; recorded {recorded_cpu:.2f} s), replay {p:.2f} s, ratio {p / r:.3f}",
         flush=True,
     )
     return row
 
 
+def wan_at(rtt_ms: float, directory: Path) -> str:
+    """The WAN site's config at another round trip, written to ``directory``; its path."""
+    cfg = yaml.safe_load((REPO / "config" / "sites" / "wan.yaml").read_text())
+    cfg["name"] = f"wan-rtt{rtt_ms:g}"
+    cfg["network"]["rtt_ms"] = rtt_ms
+    cfg["disk"]["size_mb"] = 1024  # the two traces' files only
+    path = directory / f"{cfg['name']}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return str(path)
+
+
+def site_label(site: str) -> str:
+    return Path(site).stem if site.endswith(".yaml") else site
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sites", nargs="+", default=["lan-hdd", "wan"])
+    ap.add_argument("--wan-rtt", type=float, action="append", default=[],
+                    help="also the WAN site at this round trip (ms; repeatable)")  # fmt: skip
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--xcache", action="store_true", help="also through the site's XCache")
     args = ap.parse_args()
@@ -110,24 +131,28 @@ def main() -> None:
     traces = {n: s for n, s in study["traces"].items() if n in ("agc-rdf", "agc-uproot")}
     tree = "Events"
     rows = []
-    for site in args.sites:
+    variants = tempfile.TemporaryDirectory(prefix="instore-fidelity-sites-")
+    sites = [*args.sites, *(wan_at(rtt, Path(variants.name)) for rtt in args.wan_rtt)]
+    for site in sites:
         files = sorted({str(DATA / json.loads((DATA / "traces" / n / "trace.json").read_text())
                             ["recorded_on"]["files"][0]) for n in traces})  # fmt: skip
         up = instore("site", "up", site, "--files", *files)
         if up.returncode != 0:
             raise SystemExit(f"instore site up {site}: {up.stderr[-500:]}")
         try:
-            protocols = ["xrootd"] + (["xcache"] if args.xcache and site == "wan" else [])
+            has_cache = site_label(site).startswith("wan")
+            protocols = ["xrootd"] + (["xcache"] if args.xcache and has_cache else [])
             for protocol in protocols:
                 for name, spec in traces.items():
                     try:
                         rows.append(measure(site, protocol, name, spec, tree, args.runs))
                     except RunFailed as err:  # kept, with why: a result, not a crash
                         print(err, flush=True)
-                        rows.append({"trace": name, "site": site, "protocol": protocol,
+                        rows.append({"trace": name, "site": site_label(site), "protocol": protocol,
                                      "error": str(err)})  # fmt: skip
         finally:
             instore("site", "down", site)
+    variants.cleanup()
     OUT.write_text(json.dumps({
         "machine": {"host": platform.node(), "cpus": os.cpu_count(), "kernel": platform.release()},
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -87,7 +87,7 @@ def test_shipped_caching_sections_run_on_wan_with_an_rtt_axis() -> None:
         assert section_sites(study, "caching") == ("wan",)
         assert len({p.rtt_ms for p in points}) == rtts
         # per RTT and read: xrootd, stage-in, xcache cold, xcache warm
-        assert len(points) == rtts * 2 * 4 * study.repetitions
+        assert len(points) == rtts * 2 * 4 * study.repetitions_of(None, "caching")
     wan = load_site("wan")
     assert wan.cache is not None and "xcache" in wan.protocols
     assert all(plan.site_skip_reason(p, wan) is None for p in points)

@@ -102,3 +102,22 @@ def test_a_section_naming_an_unknown_file_set_is_one_line(tmp_path: Path) -> Non
         InstoreError, match=r"section scale: no file set named 'nano2g'.*nano16, nano1g"
     ):
         load_study(path)
+
+
+def test_a_sections_repetitions_replace_the_profiles_but_not_a_file_sets(tmp_path: Path) -> None:
+    """The budget's knob: a section measured once where the profile repeats points, while a
+    1 GB set's own `repetitions: 1` still holds in a section that asks for more."""
+    sections = {
+        "caching": {"layout": ["ordered"], "repetitions": 1},
+        "scale": {"fileset": ["default", "nano1g"], "repetitions": 3},
+        "layout": {"layout": ["ordered"]},
+    }
+    path = _study(tmp_path, sections, NANO_SETS)  # nano1g: repetitions 1 of its own
+    data = yaml.safe_load(path.read_text())
+    data["profiles"]["p"]["repetitions"] = 2
+    path.write_text(yaml.safe_dump(data))
+    study = load_study(path)
+    assert [p.repetition for p in expand(study, "caching")] == [0]
+    assert [p.repetition for p in expand(study, "layout")] == [0, 1]
+    scale = {(p.fileset, p.repetition) for p in expand(study, "scale")}
+    assert scale == {(None, 0), (None, 1), (None, 2), ("nano1g", 0)}

@@ -107,8 +107,10 @@ class Study:
         used.update(t.layout for t in self.traces.values() if t.fileset == fileset)
         return used
 
-    def repetitions_of(self, fileset: str | None) -> int:
-        return self.fileset(fileset).repetitions or self.repetitions
+    def repetitions_of(self, fileset: str | None, section: str | None = None) -> int:
+        """A file set's own repetitions, else its section's, else the profile's."""
+        grid = self.sections.get(section, {}) if section else {}
+        return self.fileset(fileset).repetitions or grid.get("repetitions") or self.repetitions
 
 
 def load_study(path: Path = DEFAULT_STUDY, overrides: Mapping[str, Any] | None = None) -> Study:

@@ -111,8 +111,10 @@ KEYED_IF_SET = (
 # value run together.
 CONDITION_AXES = ("filesystem", "rtt_ms", "bandwidth_mbit")
 _CONDITION_ORDER = {a: i for i, a in enumerate(CONDITION_AXES)}
-# A section's grid may name the sites it runs on; that is not an axis.
+# A section's grid may name the sites it runs on and its repetitions; neither is an axis.
 SITES_KEY = "sites"
+REPETITIONS_KEY = "repetitions"
+NOT_AXES = (SITES_KEY, REPETITIONS_KEY)
 
 
 def axis_value(axis: str, value: Any) -> Any:
@@ -145,7 +147,7 @@ def expand(study: Study, section: str) -> list[Point]:
     that differ only in knobs that do not apply to them are one point."""
     if section not in study.sections:
         return []  # a section the study leaves out has no points (not one default point)
-    grid = {a: v for a, v in study.sections[section].items() if a != SITES_KEY}
+    grid = {a: v for a, v in study.sections[section].items() if a not in NOT_AXES}
     # The site is rebuilt or its link retuned whenever those axes change (tens of seconds):
     # they go outermost, so the points of one condition run together.
     axes = sorted(grid, key=lambda a: _CONDITION_ORDER.get(a, len(CONDITION_AXES)))
@@ -160,7 +162,7 @@ def expand(study: Study, section: str) -> list[Point]:
         if base in seen:
             continue
         seen.add(base)
-        repetitions = study.repetitions_of(base.fileset)
+        repetitions = study.repetitions_of(base.fileset, section)
         points.extend(replace(base, repetition=r) for r in range(repetitions))
     return points
 
