@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
+from urllib.parse import urlsplit
 
 BTAG_WP = 0.5  # CSVv2 medium-ish working point, as in the AGC's 2015 NanoAOD setup
 HT_BINS = (25, 50.0, 550.0)
@@ -40,6 +42,19 @@ float instore_trijet_mass(const ROOT::RVecF &pt, const ROOT::RVecF &eta, const R
 """
 
 
+def remote_if_on_this_node(url: str) -> str:
+    """``url`` with ``remote=1`` when it names an XRootD server on this node (a node-local
+    XCache: root://localhost:1094//store/...). RDataFrame opens its files with the option
+    READ_WITHOUT_GLOBALREGISTRATION, and for any option but READ, ROOT 6.40's TFile::GetType
+    takes such a URL for a local path without checking that the path exists: the job then
+    fails with "file /store/... does not exist". ``remote=1`` tells ROOT to read it over XRootD."""
+    parts = urlsplit(url)
+    own = {"localhost", "127.0.0.1", "::1", socket.gethostname(), socket.getfqdn()}
+    if parts.scheme not in ("root", "xroot") or parts.hostname not in own or "remote=" in url:
+        return url
+    return f"{url}{'&' if parts.query else '?'}remote=1"
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("files", nargs="+", help="NanoAOD-like files: paths or root:// URLs")
@@ -56,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         ROOT.EnableImplicitMT(args.threads)
     ROOT.gInterpreter.Declare(TRIJET)
-    df = ROOT.RDataFrame(args.tree, args.files)
+    df = ROOT.RDataFrame(args.tree, [remote_if_on_this_node(f) for f in args.files])
     events = df.Count()
     selected = (
         df.Define("jet_ok", "Jet_pt > 30 && abs(Jet_eta) < 2.4")

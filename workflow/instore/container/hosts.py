@@ -1,7 +1,8 @@
 """Names for the worker's own addresses, given to the payload's container in its /etc/hosts.
 
-The XRootD client (ROOT's and PyPI's) looks up a name for every address of the machine it runs
-on when it logs in: one reverse DNS query per address, sent after the TCP connect. On this VM
+The XRootD client (PyPI's, traced; ROOT's wheel carries the same XrdCl) looks up a name for
+every address of the machine it runs on when it logs in: one reverse DNS query per address,
+sent after the TCP connect. On this VM
 (no nscd, one upstream resolver) 64 clients starting together lose some of those queries, and
 the resolver's 5 s time-out turns their opens into 5, 10 or 15 s: the measurement then shows
 the worker's resolver, not the storage. Naming the worker's own addresses in the container's
