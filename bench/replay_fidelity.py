@@ -151,7 +151,9 @@ def main() -> None:
                         rows.append({"trace": name, "site": site_label(site), "protocol": protocol,
                                      "error": str(err)})  # fmt: skip
         finally:
-            instore("site", "down", site)
+            down = instore("site", "down", site)
+            if down.returncode != 0:
+                print(f"instore site down {site}: {down.stderr.strip()}", flush=True)
     variants.cleanup()
     OUT.write_text(json.dumps({
         "machine": {"host": platform.node(), "cpus": os.cpu_count(), "kernel": platform.release()},

@@ -176,3 +176,16 @@ def test_reachable_real_site_opens(tmp_path: Path) -> None:
                 live.set_block_readahead(512)
             with pytest.raises(InstoreError, match="does not offer"):
                 live.url("http", "a.root")
+
+
+def test_site_down_takes_the_path_site_up_took(tmp_path: Path) -> None:
+    """`site up PATH` brings a site up under the name its file gives; `site down PATH` must
+    find that name, not look for a site called PATH and quietly remove nothing."""
+    from instore.site.command import site_name
+
+    data = yaml.safe_load(load_site("wan").path.read_text())
+    data["name"] = "wan-rtt50"
+    path = tmp_path / "variant.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert site_name(str(path)) == "wan-rtt50"
+    assert site_name("lan-hdd") == "lan-hdd"

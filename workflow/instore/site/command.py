@@ -33,11 +33,21 @@ def _up(args: argparse.Namespace) -> int:
     return 0
 
 
+def site_name(name_or_path: str) -> str:
+    """The site's name, also when given as its file's path (as `site up` takes it): a path
+    used as a name would find nothing to remove and say nothing."""
+    if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path:
+        return load_site(name_or_path).name
+    return name_or_path
+
+
 def _down(args: argparse.Namespace) -> int:
     if args.all == bool(args.name):
         raise InstoreError("give a site name or --all, not both or neither",
                            "e.g. `instore site down lan-hdd` or `instore site down --all`")  # fmt: skip
-    left = emulated.teardown_all() if args.all else emulated.teardown(SiteNames(args.name))
+    left = (
+        emulated.teardown_all() if args.all else emulated.teardown(SiteNames(site_name(args.name)))
+    )
     for item in left:
         print(f"left behind: {item}", file=sys.stderr)
     return 1 if left else 0
@@ -64,6 +74,8 @@ def _status_of(name: str, results: Path) -> dict[str, Any]:
 def _status(args: argparse.Namespace) -> int:
     # A name that is no site, or a real one, is said so, not "up: false"; what a crashed run
     # left is reported whatever its site file (it may have been a temporary path).
+    if args.name:
+        args.name = site_name(args.name)
     if args.name and not emulated.existing(SiteNames(args.name)):
         cfg = load_site(args.name)
         if not cfg.emulated:
@@ -176,7 +188,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.set_defaults(func=_up)
 
     down = sub.add_parser("down", help="remove an emulated site (also after a crash)")
-    down.add_argument("name", nargs="?", help="site name")
+    down.add_argument(
+        "name", nargs="?", help="site name, or the path of its file (as `site up` takes it)"
+    )
     down.add_argument("--all", action="store_true", help="remove every instore- leftover")
     down.set_defaults(func=_down)
 
