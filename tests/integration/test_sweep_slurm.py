@@ -228,7 +228,8 @@ def test_load_point_spreads_its_clients_over_slurm_nodes(
     # each client read its own copy first, and kept replaying for the fixed time
     firsts = sorted(json.loads(urls)[0] for urls in table["urls"])
     assert firsts == sorted(str(data / f"copies-ordered-r{k}.root") for k in range(4))
-    assert (table["wall_s"] >= 2.0).all() and (table["passes"] > 1).all(), table[
+    # the clock stops the replay at 2 s; its own wall may read a hair under
+    assert (table["wall_s"] > 1.9).all() and (table["passes"] > 1).all(), table[
         ["wall_s", "passes"]
     ]
     assert table["batch_job_id"].notna().all() and table["batch_job_id"].nunique() == 2

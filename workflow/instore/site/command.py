@@ -74,14 +74,13 @@ def _status_of(name: str, results: Path) -> dict[str, Any]:
 def _status(args: argparse.Namespace) -> int:
     # A name that is no site, or a real one, is said so, not "up: false"; what a crashed run
     # left is reported whatever its site file (it may have been a temporary path).
-    if args.name:
-        args.name = site_name(args.name)
-    if args.name and not emulated.existing(SiteNames(args.name)):
+    name = site_name(args.name) if args.name else None
+    if name and not emulated.existing(SiteNames(name)):
         cfg = load_site(args.name)
         if not cfg.emulated:
             raise InstoreError(f"site {cfg.name} is real: nothing of it runs here to report on",
                                f"check its endpoints with `instore site preflight {cfg.name}`")  # fmt: skip
-    names = [args.name] if args.name else sorted(emulated.known_sites())
+    names = [name] if name else sorted(emulated.known_sites())
     report = [_status_of(n, Path(args.results)) for n in names]
     print(json.dumps(report, indent=2))
     return 0 if all(r["up"] for r in report) else 1
