@@ -116,7 +116,41 @@ def wan_at(rtt_ms: float, directory: Path) -> str:
 
 
 def site_label(site: str) -> str:
-    return Path(site).stem if site.endswith(".yaml") else site
+    """The name a site (given by name or by its file's path) is up under."""
+    from instore.site.config import site_name
+
+    return site_name(site)
+
+
+def has_cache(site: str) -> bool:
+    from instore.site.config import load_site
+
+    return load_site(site).cache is not None
+
+
+def measure_site(site: str, args: argparse.Namespace, traces: dict, tree: str) -> list[dict]:
+    """Every trace on one site (brought up for it and down after), over xrootd and its XCache."""
+    rows = []
+    files = sorted({str(DATA / json.loads((DATA / "traces" / n / "trace.json").read_text())
+                        ["recorded_on"]["files"][0]) for n in traces})  # fmt: skip
+    up = instore("site", "up", site, "--files", *files)
+    if up.returncode != 0:
+        raise SystemExit(f"instore site up {site}: {up.stderr[-500:]}")
+    try:
+        protocols = ["xrootd"] + (["xcache"] if args.xcache and has_cache(site) else [])
+        for protocol in protocols:
+            for name, spec in traces.items():
+                try:
+                    rows.append(measure(site, protocol, name, spec, tree, args.runs))
+                except RunFailed as err:  # kept, with why: a result, not a crash
+                    print(err, flush=True)
+                    rows.append({"trace": name, "site": site_label(site), "protocol": protocol,
+                                 "error": str(err)})  # fmt: skip
+    finally:
+        down = instore("site", "down", site)
+        if down.returncode != 0:
+            print(f"instore site down {site}: {down.stderr.strip()}", flush=True)
+    return rows
 
 
 def main() -> None:
@@ -130,31 +164,9 @@ def main() -> None:
     study = yaml.safe_load((REPO / "config" / "study.yaml").read_text())["profiles"]["full"]
     traces = {n: s for n, s in study["traces"].items() if n in ("agc-rdf", "agc-uproot")}
     tree = "Events"
-    rows = []
-    variants = tempfile.TemporaryDirectory(prefix="instore-fidelity-sites-")
-    sites = [*args.sites, *(wan_at(rtt, Path(variants.name)) for rtt in args.wan_rtt)]
-    for site in sites:
-        files = sorted({str(DATA / json.loads((DATA / "traces" / n / "trace.json").read_text())
-                            ["recorded_on"]["files"][0]) for n in traces})  # fmt: skip
-        up = instore("site", "up", site, "--files", *files)
-        if up.returncode != 0:
-            raise SystemExit(f"instore site up {site}: {up.stderr[-500:]}")
-        try:
-            has_cache = site_label(site).startswith("wan")
-            protocols = ["xrootd"] + (["xcache"] if args.xcache and has_cache else [])
-            for protocol in protocols:
-                for name, spec in traces.items():
-                    try:
-                        rows.append(measure(site, protocol, name, spec, tree, args.runs))
-                    except RunFailed as err:  # kept, with why: a result, not a crash
-                        print(err, flush=True)
-                        rows.append({"trace": name, "site": site_label(site), "protocol": protocol,
-                                     "error": str(err)})  # fmt: skip
-        finally:
-            down = instore("site", "down", site)
-            if down.returncode != 0:
-                print(f"instore site down {site}: {down.stderr.strip()}", flush=True)
-    variants.cleanup()
+    with tempfile.TemporaryDirectory(prefix="instore-fidelity-sites-") as variants:
+        sites = [*args.sites, *(wan_at(rtt, Path(variants)) for rtt in args.wan_rtt)]
+        rows = [row for site in sites for row in measure_site(site, args, traces, tree)]
     OUT.write_text(json.dumps({
         "machine": {"host": platform.node(), "cpus": os.cpu_count(), "kernel": platform.release()},
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

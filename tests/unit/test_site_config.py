@@ -181,7 +181,7 @@ def test_reachable_real_site_opens(tmp_path: Path) -> None:
 def test_site_down_takes_the_path_site_up_took(tmp_path: Path) -> None:
     """`site up PATH` brings a site up under the name its file gives; `site down PATH` must
     find that name, not look for a site called PATH and quietly remove nothing."""
-    from instore.site.command import site_name
+    from instore.site.config import site_name
 
     data = yaml.safe_load(load_site("wan").path.read_text())
     data["name"] = "wan-rtt50"

@@ -13,7 +13,7 @@ from instore import credentials
 from instore.errors import InstoreError
 from instore.site import calibrate as calib
 from instore.site import emulated
-from instore.site.config import load_site
+from instore.site.config import load_site, site_name
 from instore.site.emulated import faults
 from instore.site.emulated.names import SiteNames
 from instore.site.emulated.system import cmdline
@@ -31,14 +31,6 @@ def _up(args: argparse.Namespace) -> int:
     print(json.dumps(live.conditions(), indent=2))
     print(f"site {cfg.name} is up; `instore site down {cfg.name}` removes it", file=sys.stderr)
     return 0
-
-
-def site_name(name_or_path: str) -> str:
-    """The site's name, also when given as its file's path (as `site up` takes it): a path
-    used as a name would find nothing to remove and say nothing."""
-    if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path:
-        return load_site(name_or_path).name
-    return name_or_path
 
 
 def _down(args: argparse.Namespace) -> int:

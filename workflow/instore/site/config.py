@@ -147,12 +147,20 @@ class SiteConfig:
         return None
 
 
-def site_path(name_or_path: str | Path) -> Path:
+def _names_a_file(text: str) -> bool:
     """A bare name means ``config/sites/<name>.yaml``; anything with a slash or suffix is a path."""
+    return "/" in text or text.endswith((".yaml", ".yml"))
+
+
+def site_path(name_or_path: str | Path) -> Path:
     text = str(name_or_path)
-    if "/" in text or text.endswith((".yaml", ".yml")):
-        return Path(text)
-    return SITES_DIR / f"{text}.yaml"
+    return Path(text) if _names_a_file(text) else SITES_DIR / f"{text}.yaml"
+
+
+def site_name(name_or_path: str) -> str:
+    """The site's name, also when given as its file's path (as `site up` takes it): a path
+    used as a name would find nothing of the site and say nothing."""
+    return load_site(name_or_path).name if _names_a_file(name_or_path) else name_or_path
 
 
 def known_sites() -> list[str]:
