@@ -5,7 +5,9 @@
    file is in the page cache, so the storage is not the limit), once paced at 10 ms per MiB
    (about 100 MB/s) and once with no think time (as fast as it goes). Per run: MB/s moved and
    the replayer's own CPU (``client_cpu_s``, its XRootD client's threads included) as a share
-   of one core. Target: at most 5% of a core at 100 MB/s.
+   of one core. Target: at most 5% of a core at 100 MB/s. The paced root:// run is repeated
+   (``--repeats``, medians quoted) beside the XRootD client alone doing the same paced reads
+   (PyPI xrootd's ``File.read``, no instore): what the replayer adds to its client.
 2. **Many clients** (issue 23): the load section alone on lan-ssd (an emulated site: needs
    root), the study's agc-load trace replayed by 64 clients at once for 10 s (as the study's
    load points run), each on its own copy, over xrootd and over http; from the records: the
@@ -95,7 +97,52 @@ def _trace(out: Path, url: str, reads: int, pace_s: float) -> Path:
     return write_trace(out, lines, meta)
 
 
-def one_client() -> list[dict]:
+# The same paced reads by PyPI xrootd's client alone: what any Python replayer over root://
+# pays on this machine before its own code. argv: URL, reads, pace (s); prints CPU s and wall s.
+CLIENT_ALONE = """
+import ctypes, resource, sys, time
+from XRootD import client
+libc = ctypes.CDLL("libc.so.6"); libc.mallopt(-3, 64 << 20); libc.mallopt(-1, 256 << 20)
+url, reads, pace = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+f = client.File(); assert f.open(url)[0].ok
+def cpu():
+    u = resource.getrusage(resource.RUSAGE_SELF); return u.ru_utime + u.ru_stime
+c0, t0 = cpu(), time.perf_counter()
+for k in range(reads):
+    time.sleep(pace)
+    status, data = f.read(k << 20, 1 << 20, timeout=60)
+    assert status.ok and len(data) == 1 << 20
+print(cpu() - c0, time.perf_counter() - t0)
+"""
+
+
+def _client_alone(url: str, pace: float) -> dict:
+    done = subprocess.run([sys.executable, "-c", CLIENT_ALONE, url, str(FILE_MIB), str(pace)],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    cpu, wall = map(float, done.stdout.split())
+    return {"run": "XRootD client alone, paced 10 ms per MiB", "protocol": "xrootd",
+            "mb_per_s": FILE_MIB * MIB / 1e6 / wall, "wall_s": wall, "client_cpu_s": cpu,
+            "cpu_share_of_a_core": cpu / wall, "cpu_s_per_100_mb": cpu / (FILE_MIB * MIB) * 1e8}  # fmt: skip
+
+
+def _replayed(trace: Path, url: str, label: str, protocol: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "instore.cli", "replay", str(trace), "--target", url,
+         "--record-only"], capture_output=True, text=True, check=True)  # fmt: skip
+    rec = json.loads(done.stdout)
+    return {"run": label, "protocol": protocol, "mb_per_s": rec["bytes_read"] / 1e6 / rec["wall_s"],
+            "wall_s": rec["wall_s"], "client_cpu_s": rec["client_cpu_s"],
+            "cpu_share_of_a_core": rec["client_cpu_s"] / rec["wall_s"],
+            "cpu_s_per_100_mb": rec["client_cpu_s"] / rec["bytes_read"] * 1e8}  # fmt: skip
+
+
+def _say(row: dict) -> None:
+    print(f"one client, {row['run']}, {row['protocol']}: {row['mb_per_s']:.0f} MB/s, CPU "
+          f"{row['cpu_share_of_a_core']:.1%} of a core ({row['client_cpu_s']:.3f} s in "
+          f"{row['wall_s']:.2f} s)", flush=True)  # fmt: skip
+
+
+def one_client(repeats: int) -> list[dict]:
     results = []
     with tempfile.TemporaryDirectory(prefix="instore-bench-replay-") as tmp:
         root = Path(tmp)
@@ -112,21 +159,13 @@ def one_client() -> list[dict]:
             for (label, pace), (protocol, url) in itertools.product(
                 (("paced 10 ms per MiB", 0.010), ("no think time", 0.0)), targets.items()
             ):
-                trace = _trace(root / f"trace-{pace}", recorded, FILE_MIB, pace)
-                done = subprocess.run(
-                    [sys.executable, "-m", "instore.cli", "replay", str(trace), "--target", url,
-                     "--record-only"], capture_output=True, text=True, check=True)  # fmt: skip
-                rec = json.loads(done.stdout)
-                mb_s = rec["bytes_read"] / 1e6 / rec["wall_s"]
-                share = rec["client_cpu_s"] / rec["wall_s"]
-                results.append({"run": label, "protocol": protocol, "mb_per_s": mb_s,
-                                "wall_s": rec["wall_s"], "client_cpu_s": rec["client_cpu_s"],
-                                "cpu_share_of_a_core": share,
-                                "cpu_s_per_100_mb": rec["client_cpu_s"] / rec["bytes_read"] * 1e8})  # fmt: skip
-                print(
-                    f"one client, {label}, {protocol}: {mb_s:.0f} MB/s, CPU {share:.1%} of a core "
-                    f"({rec['client_cpu_s']:.3f} s in {rec['wall_s']:.2f} s)"
-                )
+                trace = _trace(root / f"trace-{pace}-{protocol}", recorded, FILE_MIB, pace)
+                for k in range(repeats if pace and protocol == "xrootd" else 1):
+                    results.append(_replayed(trace, url, label, protocol) | {"repeat": k})
+                    _say(results[-1])
+                    if pace and protocol == "xrootd":
+                        results.append(_client_alone(recorded, pace) | {"repeat": k})
+                        _say(results[-1])
         finally:
             proc.kill()
             proc.wait()
@@ -180,13 +219,20 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--skip-load", action="store_true", help="only the one-client part")
     p.add_argument("--clients", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=5,
+                   help="paced root:// runs, each beside the XRootD client alone (default: 5)")  # fmt: skip
     args = p.parse_args()
+    before = json.loads(OUT.read_text()) if OUT.exists() else {}
     result = {"machine": {"host": platform.node(), "cpus": os.cpu_count(),
                           "kernel": platform.release(), "python": platform.python_version()},
               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "one_client": one_client()}  # fmt: skip
+              "one_client": one_client(args.repeats)}  # fmt: skip
     if not args.skip_load:
         result["many_clients"] = many_clients(args.clients)
+    elif "many_clients" in before:  # kept from the run that measured them, and said so
+        result["many_clients"] = before["many_clients"]
+        result["many_clients_measured_at"] = before.get("many_clients_measured_at",
+                                                        before.get("measured_at"))  # fmt: skip
     OUT.write_text(json.dumps(result, indent=1) + "\n")
     print(f"written {OUT}")
 

@@ -1,11 +1,15 @@
 """Benchmark: does a replay predict a real analysis's wall time on other storage?
 
-For each recorded analysis of the study (the profile's ``traces:``, recorded on lan-ssd by
-`make study` into data/files/traces/), on each emulated site asked for: the site is brought up
-with the analysis's file; the real analysis runs there over root:// (``instore record --site``:
-its wall is the truth) and the lan-ssd trace is replayed there closed-loop (``instore replay
---site``), each with the data cold and the software warm (the caches dropped, then ROOT and
-uproot loaded once, as a site's CVMFS cache holds them), alternating, ``--runs`` times.
+For each recorded analysis of the study (the profile's ``traces:``), a trace is recorded first
+as `make study` records it (``instore record --warm-up 1`` on lan-ssd over root://), so the
+trace and the runs it is compared with see the machine in the same state (``--study-traces``:
+replay the traces `make study` left in data/files/traces/ instead; this VM's CPU drifts by
+10-20% over hours, and a trace keeps the CPU of its hour). Then on each emulated site asked
+for: the site is brought up with the analysis's file; the real analysis runs there over
+root:// (``instore record --site``: its wall is the truth) and the lan-ssd trace is replayed
+there closed-loop (``instore replay --site``), each with the data cold and the software warm
+(the caches dropped, then ROOT and uproot loaded once, as a site's CVMFS cache holds them),
+alternating, ``--runs`` times.
 Reported: the medians and the predicted / real ratio (target: within 15%). With ``--xcache`` on a site that has one, the
 replay and the real run also go through its XCache, warmed by a first read.
 
@@ -16,6 +20,7 @@ the one it was checked at.
 Results go to bench/fidelity_results.json with the machine they ran on. Needs root and a
 finished `make study` (its traces and files). Usage:
   python bench/replay_fidelity.py [--sites lan-hdd wan] [--wan-rtt 50] [--runs 3] [--xcache]
+                                 [--study-traces]
 """
 
 from __future__ import annotations
@@ -78,8 +83,24 @@ def replayed(site: str, protocol: str, trace: Path) -> dict:
     return json.loads(done.stdout)
 
 
-def measure(site: str, protocol: str, name: str, spec: dict, tree: str, runs: int) -> dict:
-    trace = DATA / "traces" / name
+def record_trace(spec: dict, tree: str, out: Path) -> Path:
+    """The analysis's trace, recorded as `make study` records it (workflow/rules/traces.smk)."""
+    from instore.study.files import replica_name
+
+    file = DATA / replica_name("ordered", 0, spec["fileset"])
+    done = instore("record", "--warm-up", "1", "--site", "lan-ssd", "--protocol", "xrootd",
+                   "--file", str(file), "--out", str(out), "--", sys.executable,
+                   str(REPO / spec["analysis"]), "--tree", tree)  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"recording {spec['analysis']} failed: {done.stderr[-500:]}")
+    meta = json.loads((out / "trace.json").read_text())
+    print(f"recorded {spec['analysis']}: wall {meta['wall_s']:.2f} s, CPU {meta['cpu_s']:.2f} s",
+          flush=True)  # fmt: skip
+    return out
+
+
+def measure(site: str, protocol: str, name: str, trace: Path, spec: dict, tree: str,
+            runs: int) -> dict:  # fmt: skip
     file = DATA / json.loads((trace / "trace.json").read_text())["recorded_on"]["files"][0]
     real, pred, cpu = [], [], []
     with tempfile.TemporaryDirectory(prefix="instore-fidelity-") as tmp:
@@ -92,7 +113,7 @@ def measure(site: str, protocol: str, name: str, spec: dict, tree: str, runs: in
             pred.append(replayed(site, protocol, trace)["wall_s"])
     r, p = statistics.median(real), statistics.median(pred)
     recorded_cpu = json.loads((trace / "trace.json").read_text())["cpu_s"]
-    row = {"trace": name, "site": site_label(site), "protocol": protocol, "real_wall_s": real,
+    row = {"trace": name, "trace_dir": str(trace), "site": site_label(site), "protocol": protocol, "real_wall_s": real,
            "real_cpu_s": cpu, "recorded_cpu_s": recorded_cpu,
            "replay_wall_s": pred, "real_median_s": r, "replay_median_s": p,
            "predicted_over_real": p / r}  # fmt: skip
@@ -128,10 +149,12 @@ def has_cache(site: str) -> bool:
     return load_site(site).cache is not None
 
 
-def measure_site(site: str, args: argparse.Namespace, traces: dict, tree: str) -> list[dict]:
+def measure_site(
+    site: str, args: argparse.Namespace, traces: dict, dirs: dict[str, Path], tree: str
+) -> list[dict]:
     """Every trace on one site (brought up for it and down after), over xrootd and its XCache."""
     rows = []
-    files = sorted({str(DATA / json.loads((DATA / "traces" / n / "trace.json").read_text())
+    files = sorted({str(DATA / json.loads((dirs[n] / "trace.json").read_text())
                         ["recorded_on"]["files"][0]) for n in traces})  # fmt: skip
     up = instore("site", "up", site, "--files", *files)
     if up.returncode != 0:
@@ -141,7 +164,7 @@ def measure_site(site: str, args: argparse.Namespace, traces: dict, tree: str) -
         for protocol in protocols:
             for name, spec in traces.items():
                 try:
-                    rows.append(measure(site, protocol, name, spec, tree, args.runs))
+                    rows.append(measure(site, protocol, name, dirs[name], spec, tree, args.runs))
                 except RunFailed as err:  # kept, with why: a result, not a crash
                     print(err, flush=True)
                     rows.append({"trace": name, "site": site_label(site), "protocol": protocol,
@@ -160,17 +183,28 @@ def main() -> None:
                     help="also the WAN site at this round trip (ms; repeatable)")  # fmt: skip
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--xcache", action="store_true", help="also through the site's XCache")
+    ap.add_argument("--study-traces", action="store_true",
+                    help="replay the traces make study recorded (data/files/traces/) instead of "
+                    "recording them first")  # fmt: skip
     args = ap.parse_args()
     study = yaml.safe_load((REPO / "config" / "study.yaml").read_text())["profiles"]["full"]
     traces = {n: s for n, s in study["traces"].items() if n in ("agc-rdf", "agc-uproot")}
     tree = "Events"
     with tempfile.TemporaryDirectory(prefix="instore-fidelity-sites-") as variants:
+        if args.study_traces:
+            dirs = {n: DATA / "traces" / n for n in traces}
+        else:
+            dirs = {n: record_trace(s, tree, Path(variants) / n) for n, s in traces.items()}
+        recorded = {n: json.loads((d / "trace.json").read_text()) for n, d in dirs.items()}
         sites = [*args.sites, *(wan_at(rtt, Path(variants)) for rtt in args.wan_rtt)]
-        rows = [row for site in sites for row in measure_site(site, args, traces, tree)]
+        rows = [row for site in sites for row in measure_site(site, args, traces, dirs, tree)]
     OUT.write_text(json.dumps({
         "machine": {"host": platform.node(), "cpus": os.cpu_count(), "kernel": platform.release()},
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "runs": args.runs, "rows": rows}, indent=1) + "\n")  # fmt: skip
+        "runs": args.runs, "traces": "make study's" if args.study_traces else "recorded first",
+        "recorded": {n: {k: m.get(k) for k in ("start_unix", "wall_s", "cpu_s", "warm_up")}
+                     for n, m in recorded.items()},
+        "rows": rows}, indent=1) + "\n")  # fmt: skip
     print(f"written {OUT}")
 
 

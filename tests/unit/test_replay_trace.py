@@ -318,3 +318,43 @@ def test_xrdreplay_mapping_and_summary(tmp_path: Path) -> None:
     assert out["iops_read"] == 6 and out["response_errors"] == 0
     assert out["performance_mark_pct"] == pytest.approx(3410.21)
     assert "read::n" not in out["printed"]
+
+
+# A job that counts its runs in a file and prints its result as analyses/ do.
+COUNTING_JOB = (
+    "import json, pathlib, sys\n"
+    "runs = pathlib.Path(sys.argv[1])\n"
+    "n = int(runs.read_text()) + 1 if runs.exists() else 1\n"
+    "runs.write_text(str(n))\n"
+    "print(json.dumps({'events': 100 * n}))\n"
+    "sys.exit(0 if n < int(sys.argv[2]) else 5)\n"
+)
+
+
+def test_warm_up_runs_first_unrecorded_and_the_trace_says_so(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    out = io.BytesIO()
+    code, trace_dir = record([sys.executable, "-c", COUNTING_JOB, str(runs), "9"],
+                             tmp_path / "tr", stdout=out, warm_up=2)  # fmt: skip
+    assert code == 0 and runs.read_text() == "3"
+    # the recorded run is the third; the warm-ups' output did not reach the job's stdout
+    assert out.getvalue().decode() == '{"events": 300}\n'
+    meta = json.loads((trace_dir / "trace.json").read_text())
+    assert meta["events"] == 300 and meta["software_warm"] is True
+    assert [w["exit_code"] for w in meta["warm_up"]] == [0, 0]
+    assert all(w["wall_s"] > 0 and w["cpu_s"] > 0 for w in meta["warm_up"])
+
+
+def test_a_failing_warm_up_records_nothing_and_says_which_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    out = str(tmp_path / "tr")
+    argv = ["record", "--warm-up", "3", "--out", out, "--", sys.executable, "-c", COUNTING_JOB]
+    assert main([*argv, str(runs), "2"]) == 2
+    err = capsys.readouterr().err
+    assert "warm-up run 2 of the command exited with 5; nothing was recorded" in err
+    assert "run the command by hand" in err and runs.read_text() == "2"
+    assert not Path(out).exists()
+    assert main(["record", "--warm-up", "-1", "--out", out, "--", "true"]) == 2
+    assert "warm-up is negative -- give --warm-up 0" in capsys.readouterr().err

@@ -1,8 +1,10 @@
 # Real analyses (analyses/: an RDataFrame and an uproot one), each recorded once with XRootD's
 # recorder (`instore record`) reading replica 0 of its file set on a fast site (lan-ssd: the
 # recorded gaps between reads are then the job's own CPU), and replayed by the `replay`
-# section on every site. A recording brings its site up, so it takes every core: it never
-# overlaps a sweep. Each trace lives beside the files, where every job sees it.
+# section on every site. Each job runs once unrecorded first (--warm-up 1): the trace then has
+# the job's think times with its software warm, as on a worker node that ran it before. A
+# recording brings its site up, so it takes every core: it never overlaps a sweep. Each trace
+# lives beside the files, where every job sees it.
 
 rule record_trace:
     input:
@@ -23,7 +25,7 @@ rule record_trace:
     conda:
         "../../envs/conda.yaml"
     shell:
-        "instore record --site {params.site} --protocol xrootd --file {input.file:q}"
+        "instore record --warm-up 1 --site {params.site} --protocol xrootd --file {input.file:q}"
         " --results {params.results:q} --out {output:q}"
         " -- python {input.analysis:q} --tree {params.tree:q}"
         " > {log} 2>&1 || {{ tail -n 1 {log} >&2; false; }}"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import gc
 import multiprocessing
 import os
 import resource
@@ -225,6 +226,15 @@ def keep_freed_buffers() -> bool:
         return False
 
 
+def freeze_long_lived() -> None:
+    """Collect once, then leave everything that exists now (the modules, the trace, its think
+    times) out of the cyclic collector's walks: they live as long as the replay, and each
+    collection the reads' small objects set off walked them all again. Measured with perf
+    on a paced replay: about a quarter of its CPU was the collector."""
+    gc.collect()
+    gc.freeze()
+
+
 def _own_cpu() -> float:
     """This process's user+system CPU seconds, its client library's threads included."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -263,6 +273,7 @@ def replay(
     lateness = wait_until(start_at)
     think = trace.think()
     state = _Replay(trace, targets, timeout)
+    freeze_long_lived()
     error: str | None = None
     start_time = utc_now()
     cpu0 = _own_cpu()

@@ -30,6 +30,11 @@ def register(subparsers: Any) -> None:
     rec.add_argument("--events", type=int, default=None, metavar="N",
                      help="the events the job processes (default: the integer \"events\" of the "
                      "last JSON-object line the job prints on stdout; none: unknown)")  # fmt: skip
+    rec.add_argument("--warm-up", type=int, default=0, metavar="N",
+                     help="run the command N times first, unrecorded (its output to stderr), so "
+                     "its software is warm as on a worker node that ran it before: a cold first "
+                     "run adds its software's loading to the recorded think times (default: 0; "
+                     "make study records with 1)")  # fmt: skip
     on = rec.add_argument_group(
         "on a site",
         "record against a site's files: the site (an emulated one is brought up "
@@ -91,7 +96,7 @@ def register(subparsers: Any) -> None:
 
 
 def _record(args: argparse.Namespace) -> int:
-    from instore.replay.record_cmd import check_events, record
+    from instore.replay.record_cmd import check_counts, record
 
     command = list(args.command)
     if command[:1] == ["--"]:
@@ -99,11 +104,11 @@ def _record(args: argparse.Namespace) -> int:
     out = args.out or Path(time.strftime("trace-%Y%m%d-%H%M%S"))
     if args.files and not args.site:
         raise InstoreError("--file names a file a site serves", "give --site S with it")
-    check_events(args.events)
+    check_counts(args.events, args.warm_up)
     if args.site:
         code, trace_dir = _record_on_site(args, command, out)
     else:
-        code, trace_dir = record(command, out, events=args.events)
+        code, trace_dir = record(command, out, events=args.events, warm_up=args.warm_up)
     meta = json.loads((trace_dir / "trace.json").read_text())
     events = "events unknown" if meta["events"] is None else f"{meta['events']} events"
     print(
@@ -136,7 +141,8 @@ def _record_on_site(args: argparse.Namespace, command: list[str], out: Path) -> 
     with using_site(cfg, args.site_results, args.files) as live:
         urls = [live.url(args.protocol, f.name) for f in args.files]
         where = {"site": cfg.name, "protocol": args.protocol, "files": [f.name for f in args.files]}
-        return record([*command, *urls], out, where=where, events=args.events)
+        return record([*command, *urls], out, where=where, events=args.events,
+                      warm_up=args.warm_up)  # fmt: skip
 
 
 def _replay(args: argparse.Namespace) -> int:
