@@ -241,6 +241,17 @@ def check_counts(events: int | None, warm_up: int) -> None:
         raise InstoreError("warm-up is negative", "give --warm-up 0 (none) or more runs")
 
 
+def _spawn(command: list[str], env: dict[str, str] | os._Environ[str], stdout_fd: int) -> int:
+    """Start ``command`` with its stdout on ``stdout_fd``; its PID, or one line on why not."""
+    try:
+        return os.posix_spawnp(command[0], command, env,
+                               file_actions=[(os.POSIX_SPAWN_DUP2, stdout_fd, 1)])  # fmt: skip
+    except OSError as err:
+        raise InstoreError(
+            f"cannot run {command[0]!r}: {err.strerror}", "check the command and its PATH"
+        ) from err
+
+
 def warm_up_runs(command: list[str], runs: int) -> list[dict[str, Any]]:
     """Run ``command`` ``runs`` times unrecorded, its stdout to our stderr (file descriptor 2:
     the job's events come from the recorded run); each run's wall, CPU and exit code. A run
@@ -249,13 +260,7 @@ def warm_up_runs(command: list[str], runs: int) -> list[dict[str, Any]]:
     for k in range(runs):
         sys.stderr.flush()
         start = time.perf_counter()
-        try:
-            pid = os.posix_spawnp(command[0], command, os.environ,
-                                  file_actions=[(os.POSIX_SPAWN_DUP2, 2, 1)])  # fmt: skip
-        except OSError as err:
-            raise InstoreError(
-                f"cannot run {command[0]!r}: {err.strerror}", "check the command and its PATH"
-            ) from err
+        pid = _spawn(command, os.environ, 2)
         status, usage, interrupted = _wait(pid)
         code = os.waitstatus_to_exitcode(status)
         done.append({"wall_s": time.perf_counter() - start, "exit_code": code,
@@ -315,14 +320,11 @@ def record(
         out_read, out_write = _stdout_pipe()
         start_unix, start = time.time(), time.perf_counter()
         try:
-            pid = os.posix_spawnp(command[0], command, env,
-                                  file_actions=[(os.POSIX_SPAWN_DUP2, out_write, 1)])  # fmt: skip
-        except OSError as err:
+            pid = _spawn(command, env, out_write)
+        except InstoreError:
             for fd in (write_fd, read_fd, out_write, out_read):
                 os.close(fd)
-            raise InstoreError(
-                f"cannot run {command[0]!r}: {err.strerror}", "check the command and its PATH"
-            ) from err
+            raise
         os.close(out_write)  # the job holds the only write end: its exit ends the output
         tee = _Tee(out_read, stdout or sys.stdout.buffer)
         tee.start()
