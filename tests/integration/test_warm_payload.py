@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import statistics
 import subprocess
 import tempfile
 import threading
@@ -185,8 +184,11 @@ def test_forked_jobs_measure_what_cold_jobs_measure(
         assert cold["events"] > 0
         for key in COUNTS:
             assert {r[key] for r, _ in runs["exec"] + runs["fork"]} == {cold[key]}, (name, key)
-        wall = {k: statistics.median(r["wall_s"] for r, _ in v) for k, v in runs.items()}
-        eff = {k: statistics.median(r["cpu_efficiency"] for r, _ in v) for k, v in runs.items()}
+        # A busy moment on a shared 2-core VM only ever adds waiting (one fresh-clone CI run had
+        # the exec'd pair at 0.80 beside 0.99 forked; reruns had 0.99 for all): compare each
+        # launch's best of two, as timeit does.
+        wall = {k: min(r["wall_s"] for r, _ in v) for k, v in runs.items()}
+        eff = {k: max(r["cpu_efficiency"] for r, _ in v) for k, v in runs.items()}
         assert 0.6 < wall["fork"] / wall["exec"] < 1.6, (name, options, wall)
         assert abs(eff["fork"] - eff["exec"]) < 0.15, (name, options, eff)
         assert forked["provenance"]["pid"] != cold["provenance"]["pid"]
