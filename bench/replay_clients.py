@@ -1,13 +1,17 @@
 """Benchmark: what a replay client costs the machine it runs on.
 
-1. **One client** (issue 22): a trace of sequential 1 MiB reads replayed closed-loop over
-   root:// and over http:// against a local XRootD with XrdHttp (Debian's, started here; the
-   file is in the page cache, so the storage is not the limit), once paced at 10 ms per MiB
-   (about 100 MB/s) and once with no think time (as fast as it goes). Per run: MB/s moved and
-   the replayer's own CPU (``client_cpu_s``, its XRootD client's threads included) as a share
-   of one core. Target: at most 5% of a core at 100 MB/s. The paced root:// run is repeated
-   (``--repeats``, medians quoted) beside the XRootD client alone doing the same paced reads
-   (PyPI xrootd's ``File.read``, no instore): what the replayer adds to its client.
+1. **One client** (issue 22): a trace over a 512 MiB file replayed closed-loop over root:// and
+   over http:// against a local XRootD with XrdHttp (Debian's, started here; the file is in the
+   page cache, so the storage is not the limit), in two request patterns at about 100 MB/s
+   (``PATTERNS``: 1 MiB reads 10 ms apart, and vector reads of 128 x 64 KiB 80 ms apart as
+   ROOT's TTreeCache makes them), paced and with no think time. Per run: MB/s moved and the
+   client's own CPU (``client_cpu_s``, its XRootD client's threads included) as a share of one
+   core. Target: at most 5% of a core at 100 MB/s. The paced root:// replay is repeated
+   (``--repeats``, medians quoted), each time beside PyPI xrootd's client alone doing the same
+   paced requests (no instore: what the replayer adds to its client) and XRootD's C++ client
+   alone (bench/xrdcl_paced.cxx, built here with g++ against Debian's libXrdCl, into one reused
+   buffer: the floor of any XrdCl-based replayer). Debian's ``xrdreplay`` replays the unpaced
+   trace once: the field's own replayer's CPU per 100 MB.
 2. **Many clients** (issue 23): the load section alone on lan-ssd (an emulated site: needs
    root), the study's agc-load trace replayed by 64 clients at once for 10 s (as the study's
    load points run), each on its own copy, over xrootd and over http; from the records: the
@@ -16,22 +20,23 @@
    and the copies a `make study` made (data/files).
 
 Results go to bench/replay_results.json with the machine they ran on.
-Usage: python bench/replay_clients.py [--skip-load] [--clients N]
+Usage: python bench/replay_clients.py [--skip-load] [--clients N] [--repeats N]
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import platform
+import resource
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -77,8 +82,37 @@ def _xrootd(root: Path) -> tuple[subprocess.Popen[bytes], int, int]:
     raise SystemExit("xrootd did not start")
 
 
-def _trace(out: Path, url: str, reads: int, pace_s: float) -> Path:
-    """A recorder CSV of ``reads`` sequential 1 MiB reads, one every ``pace_s`` seconds."""
+@dataclass(frozen=True)
+class Pattern:
+    """One request pattern at about 100 MB/s: ``chunks`` of ``chunk`` bytes per request (a plain
+    read when 1, a vector read otherwise), one request every ``pace_s`` seconds."""
+
+    name: str
+    chunks: int
+    chunk: int
+    pace_s: float
+
+    @property
+    def request_bytes(self) -> int:
+        return self.chunks * self.chunk
+
+    @property
+    def requests(self) -> int:
+        return FILE_MIB * MIB // self.request_bytes
+
+    def ranges(self, k: int) -> list[tuple[int, int]]:
+        return [(k * self.request_bytes + i * self.chunk, self.chunk) for i in range(self.chunks)]
+
+
+PATTERNS = (
+    Pattern("1 MiB reads, 10 ms apart", 1, MIB, 0.010),
+    # ROOT's TTreeCache fills: the study's agc-rdf trace has vector reads of 121 chunks, 7.6 MB
+    Pattern("vector reads of 128 x 64 KiB, 80 ms apart", 128, 64 << 10, 0.080),
+)
+
+
+def _trace(out: Path, url: str, pattern: Pattern, paced: bool) -> Path:
+    """A recorder CSV of the pattern's requests over the whole file, paced or back to back."""
     from instore.replay.trace import write_trace
 
     t, lines, oid = 1_000_000.0, [], "1"
@@ -88,58 +122,122 @@ def _trace(out: Path, url: str, reads: int, pace_s: float) -> Path:
 
     lines.append(line("Open", t, f"{url};0;0;0", t + 0.001))
     t += 0.002
-    for k in range(reads):
-        lines.append(line("Read", t, f"{k * MIB};{MIB};0", t + 0.0005, str(MIB)))
-        t += pace_s
+    for k in range(pattern.requests):
+        ranges = pattern.ranges(k)
+        pairs = ";".join(f"{off};{size}" for off, size in ranges)
+        op = "Read" if pattern.chunks == 1 else "VectorRead"
+        resp = str(pattern.request_bytes) + ("" if op == "Read" else f";{pairs}")
+        lines.append(line(op, t, f"{pairs};0", t + 0.0005, resp))
+        t += pattern.pace_s if paced else 0.0006
     lines.append(line("Close", t, "0", t + 0.0001))
     meta = {"command": ["synthetic"], "exit_code": 0, "wall_s": t - 1_000_000.0 + 0.001,
             "cpu_s": 0.0, "user_s": 0.0, "sys_s": 0.0, "operations": len(lines)}  # fmt: skip
     return write_trace(out, lines, meta)
 
 
-# The same paced reads by PyPI xrootd's client alone: what any Python replayer over root://
-# pays on this machine before its own code. argv: URL, reads, pace (s); prints CPU s and wall s.
+# The same paced requests by PyPI xrootd's client alone: what any Python replayer over root://
+# pays on this machine before its own code. argv: URL, requests, pace (s), chunks, chunk bytes;
+# prints CPU s and wall s.
 CLIENT_ALONE = """
 import ctypes, resource, sys, time
 from XRootD import client
 libc = ctypes.CDLL("libc.so.6"); libc.mallopt(-3, 64 << 20); libc.mallopt(-1, 256 << 20)
-url, reads, pace = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+url, pace = sys.argv[1], float(sys.argv[3])
+requests, chunks, chunk = int(sys.argv[2]), int(sys.argv[4]), int(sys.argv[5])
+size = chunks * chunk
 f = client.File(); assert f.open(url)[0].ok
 def cpu():
     u = resource.getrusage(resource.RUSAGE_SELF); return u.ru_utime + u.ru_stime
 c0, t0 = cpu(), time.perf_counter()
-for k in range(reads):
+for k in range(requests):
     time.sleep(pace)
-    status, data = f.read(k << 20, 1 << 20, timeout=60)
-    assert status.ok and len(data) == 1 << 20
+    if chunks == 1:
+        status, data = f.read(k * size, size, timeout=60)
+        assert status.ok and len(data) == size
+    else:
+        status, info = f.vector_read([(k * size + i * chunk, chunk) for i in range(chunks)], timeout=60)
+        assert status.ok and info.size == size
 print(cpu() - c0, time.perf_counter() - t0)
 """
 
 
-def _client_alone(url: str, pace: float) -> dict:
-    done = subprocess.run([sys.executable, "-c", CLIENT_ALONE, url, str(FILE_MIB), str(pace)],
+def _argv(url: str, pattern: Pattern) -> list[str]:
+    return [url, *map(str, (pattern.requests, pattern.pace_s, pattern.chunks, pattern.chunk))]
+
+
+def _client_alone(url: str, pattern: Pattern) -> dict:
+    done = subprocess.run([sys.executable, "-c", CLIENT_ALONE, *_argv(url, pattern)],
                           capture_output=True, text=True, check=True)  # fmt: skip
     cpu, wall = map(float, done.stdout.split())
-    return {"run": "XRootD client alone, paced 10 ms per MiB", "protocol": "xrootd",
-            "mb_per_s": FILE_MIB * MIB / 1e6 / wall, "wall_s": wall, "client_cpu_s": cpu,
-            "cpu_share_of_a_core": cpu / wall, "cpu_s_per_100_mb": cpu / (FILE_MIB * MIB) * 1e8}  # fmt: skip
+    return _row(pattern, "XRootD client alone (PyPI xrootd)", "xrootd", wall, cpu)
 
 
-def _replayed(trace: Path, url: str, label: str, protocol: str) -> dict:
+def _build_xrdcl_paced(build: Path) -> Path:
+    """bench/xrdcl_paced.cxx against Debian's XRootD client (headers and libXrdCl)."""
+    exe = build / "xrdcl_paced"
+    subprocess.run(["g++", "-O2", "-std=c++17", str(REPO / "bench" / "xrdcl_paced.cxx"),
+                    "-o", str(exe), "-I/usr/include/xrootd", "-lXrdCl"], check=True)  # fmt: skip
+    return exe
+
+
+def _cxx_client_alone(exe: Path, url: str, pattern: Pattern) -> dict:
+    done = subprocess.run([str(exe), *_argv(url, pattern)], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    cpu, wall = map(float, done.stdout.split())
+    return _row(pattern, "XRootD C++ client alone (Debian's)", "xrootd", wall, cpu)
+
+
+def _xrdreplay(trace: Path, pattern: Pattern) -> dict:
+    """Debian's xrdreplay on the same trace: the field's own replayer, its CPU from rusage."""
+    before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    subprocess.run(["xrdreplay", "-s", str(trace / "xrdcl.csv")], capture_output=True, check=True)
+    wall, after = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = sum(getattr(after, k) - getattr(before, k) for k in ("ru_utime", "ru_stime"))
+    return _row(pattern, "xrdreplay 5.5.3, unpaced", "xrootd", wall, cpu)
+
+
+def _replayed(trace: Path, url: str, pattern: Pattern, run: str, protocol: str) -> dict:
     done = subprocess.run(
         [sys.executable, "-m", "instore.cli", "replay", str(trace), "--target", url,
          "--record-only"], capture_output=True, text=True, check=True)  # fmt: skip
     rec = json.loads(done.stdout)
-    return {"run": label, "protocol": protocol, "mb_per_s": rec["bytes_read"] / 1e6 / rec["wall_s"],
-            "wall_s": rec["wall_s"], "client_cpu_s": rec["client_cpu_s"],
-            "cpu_share_of_a_core": rec["client_cpu_s"] / rec["wall_s"],
-            "cpu_s_per_100_mb": rec["client_cpu_s"] / rec["bytes_read"] * 1e8}  # fmt: skip
+    assert rec["bytes_read"] == FILE_MIB * MIB, rec["bytes_read"]
+    return _row(pattern, run, protocol, rec["wall_s"], rec["client_cpu_s"])
+
+
+def _row(pattern: Pattern, run: str, protocol: str, wall: float, cpu: float) -> dict:
+    nbytes = FILE_MIB * MIB
+    return {"pattern": pattern.name, "run": run, "protocol": protocol,
+            "mb_per_s": nbytes / 1e6 / wall, "wall_s": wall, "client_cpu_s": cpu,
+            "cpu_share_of_a_core": cpu / wall, "cpu_s_per_100_mb": cpu / nbytes * 1e8}  # fmt: skip
 
 
 def _say(row: dict) -> None:
-    print(f"one client, {row['run']}, {row['protocol']}: {row['mb_per_s']:.0f} MB/s, CPU "
-          f"{row['cpu_share_of_a_core']:.1%} of a core ({row['client_cpu_s']:.3f} s in "
-          f"{row['wall_s']:.2f} s)", flush=True)  # fmt: skip
+    print(f"one client, {row['pattern']}, {row['run']}, {row['protocol']}: "
+          f"{row['mb_per_s']:.0f} MB/s, CPU {row['cpu_share_of_a_core']:.1%} of a core "
+          f"({row['client_cpu_s']:.3f} s in {row['wall_s']:.2f} s)", flush=True)  # fmt: skip
+
+
+def _one_pattern(root: Path, cxx: Path, urls: dict[str, str], pattern: Pattern,
+                 repeats: int) -> list[dict]:  # fmt: skip
+    rows: list[dict] = []
+
+    def add(row: dict) -> None:
+        rows.append(row)
+        _say(row)
+
+    tag = f"{pattern.chunks}x{pattern.chunk}"
+    paced = _trace(root / f"paced-{tag}", urls["xrootd"], pattern, paced=True)
+    unpaced = _trace(root / f"unpaced-{tag}", urls["xrootd"], pattern, paced=False)
+    for k in range(repeats):  # alternating, so a noisy moment hits all three
+        add(_replayed(paced, urls["xrootd"], pattern, "replay, paced", "xrootd") | {"repeat": k})
+        add(_client_alone(urls["xrootd"], pattern) | {"repeat": k})
+        add(_cxx_client_alone(cxx, urls["xrootd"], pattern) | {"repeat": k})
+    add(_replayed(paced, urls["http"], pattern, "replay, paced", "http"))
+    for protocol, url in urls.items():
+        add(_replayed(unpaced, url, pattern, "replay, no think time", protocol))
+    add(_xrdreplay(unpaced, pattern))
+    return rows
 
 
 def one_client(repeats: int) -> list[dict]:
@@ -149,23 +247,16 @@ def one_client(repeats: int) -> list[dict]:
         root.chmod(0o755)  # the server runs as xrootd
         proc, port, http_port = _xrootd(root / "srv")
         try:
+            cxx = _build_xrdcl_paced(root)
             path = root / "srv" / "data" / "seq.bin"
             with path.open("wb") as f:
                 for _ in range(FILE_MIB):
                     f.write(os.urandom(MIB))
             path.read_bytes()  # into the page cache: the storage is not what is measured
-            recorded = f"root://127.0.0.1:{port}//seq.bin"
-            targets = {"xrootd": recorded, "http": f"http://127.0.0.1:{http_port}//seq.bin"}
-            for (label, pace), (protocol, url) in itertools.product(
-                (("paced 10 ms per MiB", 0.010), ("no think time", 0.0)), targets.items()
-            ):
-                trace = _trace(root / f"trace-{pace}-{protocol}", recorded, FILE_MIB, pace)
-                for k in range(repeats if pace and protocol == "xrootd" else 1):
-                    results.append(_replayed(trace, url, label, protocol) | {"repeat": k})
-                    _say(results[-1])
-                    if pace and protocol == "xrootd":
-                        results.append(_client_alone(recorded, pace) | {"repeat": k})
-                        _say(results[-1])
+            urls = {"xrootd": f"root://127.0.0.1:{port}//seq.bin",
+                    "http": f"http://127.0.0.1:{http_port}//seq.bin"}  # fmt: skip
+            for pattern in PATTERNS:
+                results += _one_pattern(root, cxx, urls, pattern, repeats)
         finally:
             proc.kill()
             proc.wait()
