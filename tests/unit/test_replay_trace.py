@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -358,3 +361,17 @@ def test_a_failing_warm_up_records_nothing_and_says_which_run(
     assert not Path(out).exists()
     assert main(["record", "--warm-up", "-1", "--out", out, "--", "true"]) == 2
     assert "warm-up is negative -- give --warm-up 0" in capsys.readouterr().err
+
+
+def test_ctrl_c_during_a_warm_up_says_interrupted_not_a_failing_command(tmp_path: Path) -> None:
+    """Ctrl-C reaches the recorder while it waits for a warm-up run (here: only the recorder,
+    so the run itself ends well): the error says so instead of blaming the command."""
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(InstoreError, match="interrupted during warm-up run 1 of 1") as err:
+            record([sys.executable, "-c", "import time; time.sleep(1.5)"], tmp_path / "tr",
+                   warm_up=1)  # fmt: skip
+    finally:
+        timer.cancel()
+    assert "run instore record again" in str(err.value) and not (tmp_path / "tr").exists()

@@ -265,7 +265,12 @@ def warm_up_runs(command: list[str], runs: int) -> list[dict[str, Any]]:
         code = os.waitstatus_to_exitcode(status)
         done.append({"wall_s": time.perf_counter() - start, "exit_code": code,
                      "cpu_s": usage.ru_utime + usage.ru_stime})  # fmt: skip
-        if interrupted or code != 0:
+        if interrupted:  # Ctrl-C: the user stopped it, the command is not at fault
+            raise InstoreError(
+                f"interrupted during warm-up run {k + 1} of {runs}; nothing was recorded",
+                "run instore record again when the job may run to its end",
+            )
+        if code != 0:
             raise InstoreError(
                 f"warm-up run {k + 1} of the command exited with {code}; nothing was recorded",
                 "run the command by hand to see why it fails",
