@@ -193,7 +193,13 @@ def _xrdreplay(trace: Path, pattern: Pattern) -> dict:
     subprocess.run(["xrdreplay", "-s", str(trace / "xrdcl.csv")], capture_output=True, check=True)
     wall, after = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = sum(getattr(after, k) - getattr(before, k) for k in ("ru_utime", "ru_stime"))
-    return _row(pattern, "xrdreplay 5.5.3, unpaced", "xrootd", wall, cpu)
+    return _row(pattern, f"xrdreplay {_xrootd_version()}, unpaced", "xrootd", wall, cpu)
+
+
+def _xrootd_version() -> str:
+    """The installed XRootD's version (``xrootd -v`` prints ``v5.5.3``), as xrdreplay's."""
+    done = subprocess.run(["xrootd", "-v"], capture_output=True, text=True, check=True)
+    return (done.stdout or done.stderr).strip().removeprefix("v")
 
 
 def _replayed(trace: Path, url: str, pattern: Pattern, run: str, protocol: str) -> dict:
