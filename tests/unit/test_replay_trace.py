@@ -265,17 +265,23 @@ def test_trace_events_in_summary_and_old_traces_without_them(tmp_path: Path) -> 
     assert load_trace(tmp_path).summary()["events"] == 5000
 
 
-def test_progress_along_the_recorded_timeline() -> None:
-    """The recorded job ran from 99.6 to 101.0: after the open (ends 100.0025) it was 28.75%
-    through, after the close (ends 100.416) 58.3%; the rest was its tail (CPU)."""
+def test_progress_counts_the_share_of_a_pass_s_data_read() -> None:
+    """A cut pass stands for the data it has read: after the open nothing (the job's start-up
+    is not progress), after the first read 300 of the pass's 3,114,529 bytes, after the last
+    read the whole pass; the Stat and the Close add nothing."""
     files, requests, _ = parse_csv(ROOT_CSV, "t")
     trace = _trace_of(files, requests, {"start_unix": 99.6, "end_unix": 101.0})
+    total = 300 + 431 + 970541 + 2143257
     progress = trace.progress()
-    assert progress[0] == pytest.approx(0.4025 / 1.4)
-    assert progress[-1] == pytest.approx(0.816 / 1.4)
+    assert [r.op for r in requests] == ["Open", "Read", "Stat", "Read", "VectorRead",
+                                        "VectorRead", "Close"]  # fmt: skip
+    assert progress[0] == 0.0
+    assert progress[1] == pytest.approx(300 / total) and progress[2] == progress[1]
+    assert progress[4] == pytest.approx((300 + 431 + 970541) / total)
+    assert progress[-2] == progress[-1] == 1.0
     assert progress == sorted(progress)
-    bare = _trace_of(files, requests, {})  # a bare CSV: the first request to the last
-    assert bare.progress()[0] == pytest.approx(0.0025 / 0.416) and bare.progress()[-1] == 1.0
+    # the job's timeline does not enter: a bare CSV counts the same
+    assert _trace_of(files, requests, {}).progress() == progress
 
 
 def _trace_of(files: list[str], requests: list[Request], meta: dict[str, float]) -> Trace:

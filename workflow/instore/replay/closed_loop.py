@@ -9,7 +9,8 @@ once when it opens it, as XrdCl's cached ``Stat(force=false)`` in the recording 
 
 HEPiX's fixed-time mode replays the trace again and again, each pass opening the files anew as
 the job did, until the time is up, then stops where it is: the record counts the passes, the
-last one as far as the recorded job's timeline had got, and the events they stand for.
+last one by the share of a pass's data bytes it has read (never by elapsed think time), and
+the events they stand for.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class _Replay:
         self.progress = trace.progress()
         self.at = 0  # the request in hand (the one that failed, if one did)
         self.passes = 0  # complete passes
-        self.partial = 0.0  # how far along the job's timeline the pass in hand has got
+        self.partial = 0.0  # the share of a pass's data bytes the pass in hand has read
 
     def pause(self, seconds: float) -> None:
         """Sleep the think time; an oversleep is taken off the next pause, so the total think

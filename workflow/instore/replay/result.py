@@ -67,8 +67,8 @@ class ReplayRecord:
     start_lateness_s: float | None = None  # how late it reached --start-at
     # HEPiX fixed-time mode (> 0): the trace replayed again and again until this much wall
     fixed_time_s: float = 0.0
-    # Passes through the trace: whole ones plus how far along the recorded job's timeline the
-    # last pass's last completed request was (1.0 for one complete replay)
+    # Passes through the trace: whole ones plus the share of a pass's data bytes the last,
+    # cut pass had read (1.0 for one complete replay)
     passes: float | None = None
     events: float | None = None  # the recorded job's events x passes; None: the trace has none
     events_per_s: float | None = None  # events / wall

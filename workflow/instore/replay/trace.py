@@ -206,18 +206,18 @@ class Trace:
         return events if isinstance(events, int) and not isinstance(events, bool) else None
 
     def progress(self) -> list[float]:
-        """How far along the recorded job's timeline (its start to its end; the first request
-        to the last response for a bare CSV) it was once request i had completed: a replay cut
-        part-way stood for that fraction of the job, think time (its CPU) included."""
-        if not self.requests:
-            return []
-        start = self.meta.get("start_unix", self.requests[0].start)
-        end = self.meta.get("end_unix", max(r.end for r in self.requests))
-        length = end - start
-        out, frontier = [], start
-        for r in self.requests:
-            frontier = max(frontier, r.end)
-            out.append(min(1.0, max(0.0, (frontier - start) / length)) if length > 0 else 1.0)
+        """How much of one pass's data the job had read once request i had completed: the
+        bytes of the reads up to i over the bytes of all its reads. A replay cut part-way
+        stands for the events whose data it has read, never for the job's start-up (imports,
+        opening) or its think time: counted along the timeline, 64 clients that each read a
+        sixth of a pass were counted as 0.72 of one. A trace that reads nothing: 0 until its
+        pass is complete."""
+        sizes = [r.nbytes if r.op in READ_OPS else 0 for r in self.requests]
+        total = sum(sizes)
+        out, done = [], 0
+        for size in sizes:
+            done += size
+            out.append(done / total if total else 0.0)
         return out
 
     def summary(self) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from instore.study.grid import KNOBS
+from instore.summary.interval import median_interval
 from instore.summary.limits import Limits
 from instore.summary.load import counter
 
@@ -20,6 +21,10 @@ METRICS: tuple[str, ...] = (
     "open_s", "disk_bytes_read", "disk_amplification", "link_bytes_read", "rtt_ms_measured",
     "disk_reads",
 )  # fmt: skip
+# Figures a page or a recommendation shows: each gets a 95% interval (``_lo``, ``_hi``), the
+# measurements it rests on (``_n``), what the bootstrap resampled (``_basis``) and the values
+# themselves per repetition (``_runs``), from which a ratio of two points gets its interval.
+INTERVAL_METRICS: tuple[str, ...] = ("wall_s", "cpu_efficiency", "mb_per_s", "event_rate_hz")
 # A point of the summary: its site, section and knobs (Point's, so none is merged away).
 GROUP: tuple[str, ...] = ("site", "section", *KNOBS)
 
@@ -73,28 +78,51 @@ def cache_label(value: float | None) -> str:
     return "off" if value == 0 else f"{value:g} MB"
 
 
-def _aggregate_rate(ok: pd.DataFrame) -> float:
-    """HEPiX aggregate: events of all jobs of one run over its longest job, median over runs."""
+def _aggregate_rates(ok: pd.DataFrame) -> list[float]:
+    """HEPiX aggregate per run: events of all its jobs over its longest job."""
+    if ok.empty:
+        return []
     per_run = ok.groupby("repetition").apply(
         lambda run: run["events"].sum() / run["wall_s"].max(), include_groups=False
     )
-    return float(per_run.median()) if len(per_run) else np.nan
+    return [float(v) for v in per_run if pd.notna(v)]
+
+
+def runs_of(ok: pd.DataFrame, metric: str) -> list[list[float]]:
+    """A metric's values grouped by repetition (NaN left out), the bootstrap's input."""
+    if metric not in ok or ok.empty:
+        return []
+    values = pd.to_numeric(ok[metric], errors="coerce")
+    groups = values.groupby(ok["repetition"], sort=True)
+    return [[float(v) for v in g.dropna()] for _, g in groups if g.notna().any()]
+
+
+def _with_interval(out: dict[str, object], name: str, runs: list[list[float]]) -> None:
+    interval = median_interval(runs)
+    out[f"{name}_lo"], out[f"{name}_hi"] = interval.lo, interval.hi
+    out[f"{name}_n"], out[f"{name}_basis"] = interval.n, interval.basis
+    out[f"{name}_runs"] = runs
 
 
 def _one_point(jobs: pd.DataFrame) -> pd.Series:
     ok = jobs[jobs["status"] == "ok"]
-    out: dict[str, float] = {
+    out: dict[str, object] = {
         "jobs_ok": len(ok),
         "jobs_failed": int((jobs["status"] != "ok").sum()),
         "retries": int((jobs["attempts"] - 1).clip(lower=0).sum()),
         "repetitions": ok["repetition"].nunique(),
-        "aggregate_event_rate_hz": _aggregate_rate(ok),
     }
+    aggregate = _aggregate_rates(ok)
+    out["aggregate_event_rate_hz"] = float(np.median(aggregate)) if aggregate else np.nan
+    # one value per run: the bootstrap resamples the repetitions
+    _with_interval(out, "aggregate_event_rate_hz", [[v] for v in aggregate])
     for metric in METRICS:
         values = ok[metric].dropna()
         out[f"{metric}_median"] = values.median() if len(values) else np.nan
         out[f"{metric}_q25"] = values.quantile(0.25) if len(values) else np.nan
         out[f"{metric}_q75"] = values.quantile(0.75) if len(values) else np.nan
+    for metric in INTERVAL_METRICS:
+        _with_interval(out, metric, runs_of(ok, metric))
     return pd.Series(out)
 
 
