@@ -94,12 +94,19 @@ def resample_medians(
         values = kept[0]
         draws = rng.integers(0, values.size, size=(resamples, values.size))
         return np.median(values[draws], axis=1)
-    out = np.empty(resamples)
-    for i in range(resamples):
-        runs = rng.integers(0, len(kept), size=len(kept))
-        pooled = [kept[r][rng.integers(0, sizes[r], size=sizes[r])] for r in runs]
-        out[i] = np.median(np.concatenate(pooled))
-    return out
+    # Vectorised over resamples: slot j of each resample holds a drawn run's jobs, drawn
+    # again, padded with NaN to the largest run so ragged runs pool into one matrix.
+    padded = np.full((len(kept), sizes.max()), np.nan)
+    for i, g in enumerate(kept):
+        padded[i, : g.size] = g
+    slots = []
+    for _ in kept:
+        runs = rng.integers(0, len(kept), size=resamples)
+        picks = (rng.random((resamples, sizes.max())) * sizes[runs, None]).astype(int)
+        drawn = padded[runs[:, None], picks]
+        drawn[np.arange(sizes.max())[None, :] >= sizes[runs, None]] = np.nan
+        slots.append(drawn)
+    return np.nanmedian(np.concatenate(slots, axis=1), axis=1)
 
 
 def _bounds(samples: np.ndarray, level: float) -> tuple[float, float]:
@@ -143,8 +150,8 @@ class Ratio:
     def text(self) -> str:
         """``2.6x [2.1-3.0]``, or a note that it rests on a single measurement."""
         if not self.has_interval:
-            return f"{self.value:.2g}x (from a single measurement; no interval)"
-        return f"{self.value:.2g}x [{self.lo:.2g}-{self.hi:.2g}]"
+            return f"{self.value:.3g}x (from a single measurement; no interval)"
+        return f"{self.value:.3g}x [{self.lo:.3g}-{self.hi:.3g}]"
 
     def inverse(self) -> Ratio:
         """``b / a``."""
