@@ -1,52 +1,71 @@
 """The overview's recommendations, each computed from the point statistics and linked to the
 figure that supports it. A section without enough points gives no recommendation, not a guess.
+Every figure a recommendation quotes carries its 95% interval, every comparison its ratio's
+interval, and one whose interval includes 1 names no winner (``instore.summary.advice``).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
-
-import numpy as np
 import pandas as pd
 
+from instore.summary.advice import (
+    EFFICIENCY_FLOOR,
+    NO_DIFFERENCE,
+    WALL_TOLERANCE,
+    Recommendation,
+    as_evidence,
+    capitalised,
+    figure,
+    interval_evidence,
+    ok_points,
+    ratio,
+    single_note,
+)
+from instore.summary.advice_caching import (
+    access_method,
+    break_even_ms,
+    caching,
+    caching_curves,
+    efficiency_drop_ms,
+)
+from instore.summary.advice_format import format_advice, format_name
 from instore.summary.figures import link
+from instore.summary.interval import Ratio
 
-EFFICIENCY_FLOOR = 0.8  # the seeds' line between a healthy and a starved analysis job
-WALL_TOLERANCE = 0.10  # a cache within this much of the best wall time is good enough
-
-
-@dataclass(frozen=True)
-class Recommendation:
-    section: str
-    text: str
-    figure: str
-    evidence: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _ok(stats: pd.DataFrame, section: str) -> pd.DataFrame:
-    part = stats[(stats["section"] == section) & (stats["jobs_ok"] > 0)]
-    return part.dropna(subset=["wall_s_median"])
+__all__ = [
+    "EFFICIENCY_FLOOR", "WALL_TOLERANCE", "Recommendation", "access_method", "break_even_ms",
+    "cache", "caching", "caching_curves", "efficiency_drop_ms", "format_advice", "format_name",
+    "jobfill", "layout", "protocols", "readahead", "recommend",
+]  # fmt: skip
 
 
 def protocols(stats: pd.DataFrame) -> Recommendation | None:
-    """The protocol with the best median CPU efficiency (ROOT engine when it was measured)."""
-    part = _ok(stats, "protocols")
+    """The protocol with the best median CPU efficiency (ROOT engine when it was measured),
+    named only when its efficiency over the worst one's has an interval that excludes 1."""
+    part = ok_points(stats, "protocols")
     if (part["engine"] == "root").any():
         part = part[part["engine"] == "root"]
     eff = part.groupby("protocol")["cpu_efficiency_median"].median().sort_values()
     if len(eff) < 2:
         return None
     best, worst = eff.index[-1], eff.index[0]
-    text = (
-        f"Use {best} for analysis reads: median CPU efficiency {eff[best]:.0%}, "
-        f"against {eff[worst]:.0%} with {worst}."
+    of = {p: part[part["protocol"] == p] for p in (best, worst)}
+    shown = {p: figure(rows, "cpu_efficiency") for p, rows in of.items()}
+    gain = ratio(of[best], of[worst], "cpu_efficiency")
+    figures = (f"median CPU efficiency {shown[best].text('{:.0%}')} with {best}, "
+               f"{shown[worst].text('{:.0%}')} with {worst}")  # fmt: skip
+    if gain.has_interval and not gain.differs:
+        text = f"The protocols show {NO_DIFFERENCE} in CPU efficiency: {figures}."
+    else:
+        text = f"Use {best} for analysis reads: {figures} ({gain.text()})."
+    evidence = {
+        "efficiency": {k: float(v) for k, v in eff.items()},
+        "best_over_worst": as_evidence(gain),
+        "intervals": {p: interval_evidence(i) for p, i in shown.items()},
+    }
+    return Recommendation(
+        "protocols", text + single_note(gain), link("protocol_efficiency"), evidence
     )
-    evidence = {"efficiency": {k: float(v) for k, v in eff.items()}}
-    return Recommendation("protocols", text, link("protocol_efficiency"), evidence)
 
 
 def _cache_choice(part: pd.DataFrame) -> pd.DataFrame:
@@ -78,7 +97,7 @@ def _no_cache_fits(choice: pd.DataFrame) -> Recommendation:
 
 def cache(stats: pd.DataFrame) -> Recommendation | None:
     """The smallest TTreeCache within WALL_TOLERANCE of the best wall time on every layout."""
-    part = _ok(stats, "cache")
+    part = ok_points(stats, "cache")
     choice = _cache_choice(part)
     if len(choice) < 2:
         return None
@@ -104,33 +123,50 @@ def cache(stats: pd.DataFrame) -> Recommendation | None:
 
 
 def layout(stats: pd.DataFrame) -> Recommendation | None:
-    """How much slower unordered files read than ordered ones, cache off and on."""
-    part = _ok(stats, "layout")
-    wall = part.groupby(["cache", "layout"])["wall_s_median"].median().unstack("layout")
-    if not {"ordered", "unordered"} <= set(wall.columns):
-        return None
-    ratio = (wall["unordered"] / wall["ordered"]).dropna()
-    if ratio.empty:
+    """How much slower unordered files read than ordered ones, cache off and on, each ratio
+    with its interval."""
+    part = ok_points(stats, "layout")
+    ratios = {}
+    for cache_setting, rows in part.groupby("cache"):
+        slow, fast = rows[rows["layout"] == "unordered"], rows[rows["layout"] == "ordered"]
+        if len(slow) and len(fast):
+            ratios[cache_setting] = ratio(slow, fast)
+    if not ratios:
         return None
     parts = [
-        f"{r:.1f}x with the cache {'at ROOT default' if c == 'default' else c}"
-        for c, r in ratio.items()
+        f"{r.text()} with the cache {'at ROOT default' if c == 'default' else c}"
+        for c, r in ratios.items()
     ]
-    verdict = (
-        "Write files ordered (clustered by entry)" if ratio.max() > 1 else "Layout matters little"
-    )
+    slower = [r for r in ratios.values() if r.value > 1 and (r.differs or not r.has_interval)]
+    if slower:
+        verdict = "Write files ordered (clustered by entry)"
+    elif all(r.has_interval and not r.differs for r in ratios.values()):
+        verdict = f"Layout makes {NO_DIFFERENCE} here"
+    else:
+        verdict = "Layout matters little"
     text = f"{verdict}: unordered files take {', '.join(parts)} the wall time of ordered ones."
-    evidence = {"unordered_over_ordered": {k: float(v) for k, v in ratio.items()}}
+    evidence = {"unordered_over_ordered": {k: as_evidence(v) for k, v in ratios.items()}}
+    text += single_note(*ratios.values())
     return Recommendation("layout", text, link("layout_wall"), evidence)
 
 
-def _best_readahead(part: pd.DataFrame) -> tuple[str, float, float] | None:
-    wall = part.groupby(["readahead_kb", "block_readahead_kb"], dropna=False)[
-        "wall_s_median"
-    ].median()
+def _best_readahead(part: pd.DataFrame) -> tuple[str, str, Ratio] | None:
+    """(best setting, its wall with interval, worst wall over best wall) over the settings."""
+    keys = ["readahead_kb", "block_readahead_kb"]
+    wall = part.groupby(keys, dropna=False)["wall_s_median"].median()
     if len(wall) < 2:
         return None
-    return _setting(*wall.idxmin()), float(wall.min()), float(wall.max())
+    best = part[_matches(part, keys, wall.idxmin())]
+    worst = part[_matches(part, keys, wall.idxmax())]
+    return _setting(*wall.idxmin()), figure(best, "wall_s").text("{:.2f} s"), ratio(worst, best)
+
+
+def _matches(part: pd.DataFrame, keys: list[str], values: tuple) -> pd.Series:
+    """Rows whose ``keys`` hold ``values`` (NaN matching NaN)."""
+    mask = pd.Series(True, index=part.index)
+    for key, value in zip(keys, values, strict=True):
+        mask &= part[key].isna() if pd.isna(value) else part[key] == value
+    return mask
 
 
 def _setting(readahead_kb: float, block_kb: float) -> str:
@@ -160,54 +196,75 @@ def _disk_waste(part: pd.DataFrame) -> tuple[str, float, str, float] | None:
 def readahead(stats: pd.DataFrame) -> Recommendation | None:
     """The readahead with the shortest wall time, for sparse and for full reads separately,
     and what block readahead costs the disk on sparse reads."""
-    part = _ok(stats, "readahead").dropna(subset=["readahead_kb"])
+    part = ok_points(stats, "readahead").dropna(subset=["readahead_kb"])
     full = _best_readahead(part[part["branches"] == "all"])
     sparse_part = part[part["branches"] != "all"]
     sparse = _best_readahead(sparse_part)
     if full is None and sparse is None:
         return None
-    phrases = [
-        f"{what} reads do best with a readahead of {best[0]} ({best[1]:.2f} s against "
-        f"{best[2]:.2f} s at the worst setting)"
-        for what, best in (("sparse", sparse), ("full", full))
-        if best is not None
-    ]
+    phrases = [_readahead_phrase(what, best) for what, best in (("sparse", sparse), ("full", full))
+               if best is not None]  # fmt: skip
     waste = _disk_waste(sparse_part)
     if waste is not None:
         phrases.append(
             f"but on sparse reads the disk read {waste[1]:.1f}x the bytes needed at a readahead "
             f"of {waste[0]}, {waste[3]:.1f}x at {waste[2]}"
         )
-    evidence = {"sparse": sparse, "full": full, "sparse_disk_amplification": waste}
-    text = "; ".join(phrases)
+    evidence = {
+        what: None if best is None else {"best": best[0], "worst_over_best": as_evidence(best[2])}
+        for what, best in (("sparse", sparse), ("full", full))
+    }
+    evidence["sparse_disk_amplification"] = waste
+    note = single_note(*(best[2] for best in (sparse, full) if best is not None))
     return Recommendation(
-        "readahead", text[0].upper() + text[1:] + ".", link("readahead"), evidence
+        "readahead", capitalised("; ".join(phrases)) + "." + note, link("readahead"), evidence
     )
 
 
-def _fill_phrase(eff: pd.Series, floor: float) -> str:
-    """How many jobs per node keep every job's median efficiency at or above ``floor``."""
+def _readahead_phrase(what: str, best: tuple[str, str, Ratio]) -> str:
+    setting, wall, worst = best
+    if worst.has_interval and not worst.differs:
+        return (f"for {what} reads the readahead settings make {NO_DIFFERENCE} (the worst "
+                f"takes {worst.text()} the best's wall, {wall} at {setting})")  # fmt: skip
+    return (f"{what} reads do best with a readahead of {setting} ({wall}; the worst setting "
+            f"takes {worst.text()} as long)")  # fmt: skip
+
+
+def _fill_phrase(eff: pd.Series, shown: dict[int, str], floor: float) -> str:
+    """How many jobs per node keep every job's median efficiency at or above ``floor``;
+    ``shown``: each fill's efficiency with its interval."""
     good = eff[eff >= floor]
     if good.empty:
-        return f"even one job per node runs under {floor:.0%} CPU efficiency ({eff.iloc[0]:.0%})"
+        return (
+            f"even one job per node runs under {floor:.0%} CPU efficiency ({shown[eff.index[0]]})"
+        )
     if len(good) == len(eff):
         return (
             f"up to {eff.index[-1]} jobs per node (the most measured) keep CPU efficiency at "
-            f"or above {floor:.0%} ({eff.iloc[-1]:.0%})"
+            f"or above {floor:.0%} ({shown[eff.index[-1]]})"
         )
     k = int(good.index.max())
     after = eff[eff.index > k]
     return (
         f"run at most {k} job{'s' if k > 1 else ''} per node: at {int(after.index[0])} jobs CPU "
-        f"efficiency drops to {after.iloc[0]:.0%}, under {floor:.0%}"
+        f"efficiency drops to {shown[after.index[0]]}, under {floor:.0%}"
     )
+
+
+def _worst_per_fill(rows: pd.DataFrame) -> tuple[pd.Series, dict[int, str]]:
+    """Per fill, the lowest point's median efficiency and its text with its interval."""
+    worst = rows.loc[rows.groupby("fill")["cpu_efficiency_median"].idxmin()].sort_values("fill")
+    eff = pd.Series(worst["cpu_efficiency_median"].to_numpy(), index=worst["fill"].to_numpy())
+    shown = {fill: figure(worst[worst["fill"] == fill], "cpu_efficiency").text("{:.0%}")
+             for fill in eff.index}  # fmt: skip
+    return eff, shown
 
 
 def jobfill(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendation | None:
     """The most jobs per node whose every job still keeps a median efficiency above ``floor``,
     per workload (CPU per event) when the grid has several: CPU-heavy jobs hide the storage
-    that light ones are starved by."""
-    part = _ok(stats, "jobfill")
+    that light ones are starved by. Each efficiency quoted with its interval."""
+    part = ok_points(stats, "jobfill")
     workloads = sorted(part["cpu_us"].dropna().unique()) if "cpu_us" in part else []
     groups = (
         [(w, part[part["cpu_us"] == w]) for w in workloads]
@@ -216,178 +273,17 @@ def jobfill(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendat
     )
     phrases, evidence = [], {"floor": floor, "efficiency_by_fill": {}}
     for cpu_us, rows in groups:
-        eff = rows.groupby("fill")["cpu_efficiency_median"].min().sort_index()
-        if len(eff) < 2:
+        if rows["fill"].nunique() < 2:
             continue
+        eff, shown = _worst_per_fill(rows)
         prefix = "" if cpu_us is None else f"with {cpu_us:g} us of CPU per event, "
-        phrases.append(prefix + _fill_phrase(eff, floor))
+        phrases.append(prefix + _fill_phrase(eff, shown, floor))
         evidence["efficiency_by_fill"][str(cpu_us)] = {int(k): float(v) for k, v in eff.items()}
     if not phrases:
         return None
-    text = "; ".join(phrases)
-    return Recommendation("jobfill", text[0].upper() + text[1:] + ".", link("jobfill"), evidence)
-
-
-def access_method(protocol: str, cache_state: object) -> str:
-    """How a caching point read: direct xrootd, stage-in, or an XCache cold or warm."""
-    if protocol == "xcache":
-        return f"XCache {cache_state}" if isinstance(cache_state, str) else "XCache"
-    return {"xrootd": "direct xrootd"}.get(protocol, protocol)
-
-
-def caching_curves(stats: pd.DataFrame) -> pd.DataFrame:
-    """Median CPU efficiency and wall time per read kind, access method and RTT (the caching
-    section's what-if curves), one row each."""
-    part = _ok(stats, "caching").dropna(subset=["rtt_ms"])
-    methods = [
-        access_method(p, c) for p, c in zip(part["protocol"], part["cache_state"], strict=True)
-    ]
-    part = part.assign(
-        method=methods, reads=part["branches"].map(lambda b: "full" if b == "all" else "sparse")
+    return Recommendation(
+        "jobfill", capitalised("; ".join(phrases)) + ".", link("jobfill"), evidence
     )
-    keys = ["reads", "method", "rtt_ms"]
-    cols = {"cpu_efficiency_median": "efficiency", "wall_s_median": "wall_s"}
-    return part.groupby(keys)[list(cols)].median().rename(columns=cols).reset_index()
-
-
-def break_even_ms(curves: pd.DataFrame, method: str, against: str) -> float | None:
-    """The smallest RTT from which ``method`` is faster than ``against`` at every RTT measured
-    (None: it never is, up to the largest)."""
-    wall = curves.pivot_table(index="rtt_ms", columns="method", values="wall_s").sort_index()
-    if not {method, against} <= set(wall.columns):
-        return None
-    faster = (wall[method] < wall[against]).dropna()
-    if faster.empty or not faster.iloc[-1]:
-        return None
-    losing = faster[~faster]
-    return float(
-        faster.index[0] if losing.empty else faster.index[faster.index > losing.index[-1]][0]
-    )
-
-
-def efficiency_drop_ms(curves: pd.DataFrame, method: str, floor: float) -> float | None:
-    """The smallest RTT at which ``method`` runs under ``floor`` CPU efficiency (None: never)."""
-    rows = curves[(curves["method"] == method) & (curves["efficiency"] < floor)]
-    return float(rows["rtt_ms"].min()) if len(rows) else None
-
-
-def _caching_phrase(curves: pd.DataFrame, reads: str, floor: float) -> tuple[str, dict]:
-    part = curves[curves["reads"] == reads]
-    methods = sorted(part["method"].unique())
-    top = f"{part['rtt_ms'].max():g} ms"
-    phrases = []
-    warm = break_even_ms(part, "XCache warm", "direct xrootd")
-    if "XCache warm" in methods and "direct xrootd" in methods:
-        phrases.append(
-            f"a warm XCache beats direct reads from {warm:g} ms RTT"
-            if warm is not None
-            else f"a warm XCache never beats direct reads (up to {top})"
-        )
-    best = part.loc[part.groupby("rtt_ms")["wall_s"].idxmin(), "method"]
-    staged = break_even_ms(part, "stage-in", "direct xrootd")  # the seeds' own question
-    if "stage-in" in methods and not (best == "stage-in").any():
-        phrases.append("stage-in never wins" + (
-            f" (though it beats direct reads from {staged:g} ms)" if staged is not None else ""))  # fmt: skip
-    drops = {m: efficiency_drop_ms(part, m, floor) for m in methods}
-    under = ", ".join(
-        f"{m} at {d:g} ms" if d is not None else f"{m} never (up to {top})"
-        for m, d in drops.items()
-    )
-    phrases.append(f"CPU efficiency drops under {floor:.0%}: {under}")
-    evidence = {"warm_beats_direct_from_ms": warm, "stage_in_beats_direct_from_ms": staged,
-                "under_floor_from_ms": drops,
-                "fastest_by_rtt": dict(zip(part.loc[best.index, "rtt_ms"], best, strict=True))}  # fmt: skip
-    return f"for {reads} reads, " + "; ".join(phrases), evidence
-
-
-def caching(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendation | None:
-    """Direct access, stage-in and a site cache across RTTs: where a warm XCache starts to
-    beat direct reads, whether stage-in ever wins, and the RTT at which each method drops
-    under ``floor`` CPU efficiency; per read kind (full, sparse)."""
-    if "rtt_ms" not in stats or "cache_state" not in stats:
-        return None
-    curves = caching_curves(stats)
-    phrases, evidence = [], {"floor": floor}
-    for reads in ("full", "sparse"):
-        part = curves[curves["reads"] == reads]
-        if part["method"].nunique() < 2 or part["rtt_ms"].nunique() < 2:
-            continue
-        phrase, evidence[reads] = _caching_phrase(curves, reads, floor)
-        phrases.append(phrase)
-    if not phrases:
-        return None
-    text = "; ".join(phrases)
-    return Recommendation("caching", text[0].upper() + text[1:] + ".", link("caching"), evidence)
-
-
-def format_name(layout: str) -> str:
-    """TTree or RNTuple, from the generated layout's name (the summary keys by layout)."""
-    return "RNTuple" if str(layout).startswith("rntuple") else "TTree"
-
-
-def _format_part(stats: pd.DataFrame) -> pd.DataFrame:
-    """The format section's measured points, ROOT engine when it was measured (as protocols)."""
-    part = _ok(stats, "format")
-    if (part["engine"] == "root").any():
-        part = part[part["engine"] == "root"]
-    return part.assign(format=part["layout"].map(format_name))
-
-
-def _faster(ratio: float) -> str:
-    """``TTree wall / RNTuple wall`` as who is faster and by how much."""
-    return f"RNTuple {ratio:.1f}x" if ratio >= 1 else f"TTree {1 / ratio:.1f}x"
-
-
-def _cluster_cache_phrase(part: pd.DataFrame) -> tuple[str | None, dict[str, float]]:
-    """Whether RNTuple's cluster cache pays: wall with it off over wall with it on, the worst
-    case over protocols and layouts (None: on and off were not both measured)."""
-    rnt = part[part["format"] == "RNTuple"].assign(on=part["cache_mb"].fillna(1) != 0)
-    wall = rnt.pivot_table(index=["protocol", "layout"], columns="on", values="wall_s_median")
-    if not {True, False} <= set(wall.columns):
-        return None, {}
-    slowdown = (wall[False] / wall[True]).dropna().groupby(level="protocol").max()
-    if slowdown.empty:
-        return None, {}
-    evidence = {str(k): float(v) for k, v in slowdown.items()}
-    worst = slowdown.idxmax()
-    if slowdown[worst] > 1 + WALL_TOLERANCE:
-        return (
-            f"keep its cluster cache on: with it off, reads take up to {slowdown[worst]:.1f}x "
-            f"as long (over {worst})",
-            evidence,
-        )
-    return f"its cluster cache changes wall time by under {WALL_TOLERANCE:.0%} here", evidence
-
-
-def format_advice(stats: pd.DataFrame) -> Recommendation | None:
-    """TTree against RNTuple per protocol, each at its best cache setting: which format reads
-    the site's data faster and by how much, and whether RNTuple's cluster cache must stay on."""
-    part = _format_part(stats)
-    best = part.groupby(["protocol", "format"])["wall_s_median"].min().unstack("format")
-    if not {"TTree", "RNTuple"} <= set(best.columns):
-        return None
-    ratio = (best["TTree"] / best["RNTuple"]).dropna()
-    if ratio.empty:
-        return None
-    lead = ratio.map(lambda r: abs(np.log(r))).idxmax()
-    if abs(np.log(ratio[lead])) <= np.log(1 + WALL_TOLERANCE):
-        text = (
-            f"TTree and RNTuple read this site's data equally fast (within {WALL_TOLERANCE:.0%} "
-            f"over {', '.join(ratio.index)})"
-        )
-    else:
-        win, lose = ("RNTuple", "TTree") if ratio[lead] > 1 else ("TTree", "RNTuple")
-        factor = max(ratio[lead], 1 / ratio[lead])
-        text = f"{win} reads this site's data {factor:.1f}x faster than {lose} over {lead}"
-        others = [f"{_faster(r)} faster over {p}" for p, r in ratio.items() if p != lead]
-        text += f" (elsewhere: {', '.join(others)})" if others else ""
-    cache_phrase, cache_evidence = _cluster_cache_phrase(part)
-    text += f"; {cache_phrase}." if cache_phrase else "."
-    evidence = {
-        "ttree_over_rntuple_wall": {str(k): float(v) for k, v in ratio.items()},
-        "cluster_cache_off_over_on_wall": cache_evidence,
-    }
-    return Recommendation("format", text, link("format_wall"), evidence)
 
 
 def recommend(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> list[Recommendation]:

@@ -19,7 +19,7 @@ METRICS: tuple[str, ...] = (
     "cpu_efficiency", "event_rate_hz", "mb_per_s", "read_calls", "read_amplification",
     "wall_s", "bytes_read", "bytes_wasted", "read_rate_hz", "disk_s", "cache_bytes_effective",
     "open_s", "disk_bytes_read", "disk_amplification", "link_bytes_read", "rtt_ms_measured",
-    "disk_reads",
+    "disk_reads", "file_size",
 )  # fmt: skip
 # Figures a page or a recommendation shows: each gets a 95% interval (``_lo``, ``_hi``), the
 # measurements it rests on (``_n``), what the bootstrap resampled (``_basis``) and the values
@@ -40,7 +40,12 @@ def with_derived(rows: pd.DataFrame) -> pd.DataFrame:
     if "disk_bytes_read" not in out:  # real sites, and records from before it was counted
         out["disk_bytes_read"] = np.nan
     out["disk_bytes_read"] = pd.to_numeric(out["disk_bytes_read"], errors="coerce")
-    for column in ("link_bytes_read", "rtt_ms_measured", "disk_reads"):  # not in old records
+    for column in (
+        "link_bytes_read",
+        "rtt_ms_measured",
+        "disk_reads",
+        "file_size",
+    ):  # not in old records
         out[column] = pd.to_numeric(out.get(column, np.nan), errors="coerce")
     needed = out.groupby("point_key")["bytes_needed"].transform("sum")
     out["disk_amplification"] = out["disk_bytes_read"] / needed.where(needed > 0)

@@ -1,0 +1,101 @@
+"""The caching advice: direct access, stage-in and a site cache across RTTs (the caching
+section's what-if curves), and where each method stops being good enough."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from instore.summary.advice import EFFICIENCY_FLOOR, Recommendation, ok_points
+from instore.summary.figures import link
+
+
+def access_method(protocol: str, cache_state: object) -> str:
+    """How a caching point read: direct xrootd, stage-in, or an XCache cold or warm."""
+    if protocol == "xcache":
+        return f"XCache {cache_state}" if isinstance(cache_state, str) else "XCache"
+    return {"xrootd": "direct xrootd"}.get(protocol, protocol)
+
+
+def caching_curves(stats: pd.DataFrame) -> pd.DataFrame:
+    """Median CPU efficiency and wall time per read kind, access method and RTT (the caching
+    section's what-if curves), one row each."""
+    part = ok_points(stats, "caching").dropna(subset=["rtt_ms"])
+    methods = [
+        access_method(p, c) for p, c in zip(part["protocol"], part["cache_state"], strict=True)
+    ]
+    part = part.assign(
+        method=methods, reads=part["branches"].map(lambda b: "full" if b == "all" else "sparse")
+    )
+    keys = ["reads", "method", "rtt_ms"]
+    cols = {"cpu_efficiency_median": "efficiency", "wall_s_median": "wall_s"}
+    return part.groupby(keys)[list(cols)].median().rename(columns=cols).reset_index()
+
+
+def break_even_ms(curves: pd.DataFrame, method: str, against: str) -> float | None:
+    """The smallest RTT from which ``method`` is faster than ``against`` at every RTT measured
+    (None: it never is, up to the largest)."""
+    wall = curves.pivot_table(index="rtt_ms", columns="method", values="wall_s").sort_index()
+    if not {method, against} <= set(wall.columns):
+        return None
+    faster = (wall[method] < wall[against]).dropna()
+    if faster.empty or not faster.iloc[-1]:
+        return None
+    losing = faster[~faster]
+    return float(
+        faster.index[0] if losing.empty else faster.index[faster.index > losing.index[-1]][0]
+    )
+
+
+def efficiency_drop_ms(curves: pd.DataFrame, method: str, floor: float) -> float | None:
+    """The smallest RTT at which ``method`` runs under ``floor`` CPU efficiency (None: never)."""
+    rows = curves[(curves["method"] == method) & (curves["efficiency"] < floor)]
+    return float(rows["rtt_ms"].min()) if len(rows) else None
+
+
+def _caching_phrase(curves: pd.DataFrame, reads: str, floor: float) -> tuple[str, dict]:
+    part = curves[curves["reads"] == reads]
+    methods = sorted(part["method"].unique())
+    top = f"{part['rtt_ms'].max():g} ms"
+    phrases = []
+    warm = break_even_ms(part, "XCache warm", "direct xrootd")
+    if "XCache warm" in methods and "direct xrootd" in methods:
+        phrases.append(
+            f"a warm XCache beats direct reads from {warm:g} ms RTT"
+            if warm is not None
+            else f"a warm XCache never beats direct reads (up to {top})"
+        )
+    best = part.loc[part.groupby("rtt_ms")["wall_s"].idxmin(), "method"]
+    staged = break_even_ms(part, "stage-in", "direct xrootd")  # the seeds' own question
+    if "stage-in" in methods and not (best == "stage-in").any():
+        phrases.append("stage-in never wins" + (
+            f" (though it beats direct reads from {staged:g} ms)" if staged is not None else ""))  # fmt: skip
+    drops = {m: efficiency_drop_ms(part, m, floor) for m in methods}
+    under = ", ".join(
+        f"{m} at {d:g} ms" if d is not None else f"{m} never (up to {top})"
+        for m, d in drops.items()
+    )
+    phrases.append(f"CPU efficiency drops under {floor:.0%}: {under}")
+    evidence = {"warm_beats_direct_from_ms": warm, "stage_in_beats_direct_from_ms": staged,
+                "under_floor_from_ms": drops,
+                "fastest_by_rtt": dict(zip(part.loc[best.index, "rtt_ms"], best, strict=True))}  # fmt: skip
+    return f"for {reads} reads, " + "; ".join(phrases), evidence
+
+
+def caching(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendation | None:
+    """Direct access, stage-in and a site cache across RTTs: where a warm XCache starts to
+    beat direct reads, whether stage-in ever wins, and the RTT at which each method drops
+    under ``floor`` CPU efficiency; per read kind (full, sparse)."""
+    if "rtt_ms" not in stats or "cache_state" not in stats:
+        return None
+    curves = caching_curves(stats)
+    phrases, evidence = [], {"floor": floor}
+    for reads in ("full", "sparse"):
+        part = curves[curves["reads"] == reads]
+        if part["method"].nunique() < 2 or part["rtt_ms"].nunique() < 2:
+            continue
+        phrase, evidence[reads] = _caching_phrase(curves, reads, floor)
+        phrases.append(phrase)
+    if not phrases:
+        return None
+    text = "; ".join(phrases)
+    return Recommendation("caching", text[0].upper() + text[1:] + ".", link("caching"), evidence)
