@@ -1,5 +1,7 @@
 // instore measuring payload, ROOT engine for RNTuple: RNTupleReader with type-erased views on
-// the selected top-level fields, metrics on, the cluster cache on or off.
+// the selected top-level fields (or on what they are made of, where ROOT cannot build their
+// type here), metrics on, the cluster cache on or off.
+#include <ROOT/RField.hxx>
 #include <ROOT/RNTuple.hxx>
 #include <ROOT/RNTupleDescriptor.hxx>
 #include <ROOT/RNTupleMetrics.hxx>
@@ -67,25 +69,27 @@ public:
       return names;
    }
 
-   // The chosen top-level fields this process can read, after `prepare`: a field of a class
-   // without a dictionary here is read through its members (ROOT stores a class as a record of
-   // them); a field that still holds such a class (e.g. a collection of one: its members' values
-   // are not indexed by entry) is skipped, and `skip_reason` names the first class that made it so.
+   // The chosen top-level fields this process can read, after `prepare`. A field whose type ROOT
+   // cannot build here (a class without a dictionary, or a type known only by its alias, as ATLAS
+   // writes `SG::sgkey_t`) is read through its structure as stored: a record's members, a
+   // collection's offsets then its items' members by element, an empty record (a base class with
+   // no data members) not at all; a field nothing of which can be read is skipped, and
+   // `skip_reason` names the first class that made it so.
    std::vector<std::string> readable, skipped;
    std::string skip_reason;
 
-   // Make the views to read `names` with; returns `readable`.
+   // Make the readers of `names`; returns `readable`.
    std::vector<std::string> prepare(const std::vector<std::string> &names) {
-      views.clear();
+      top = Node{};
       readable.clear();
       skipped.clear();
       skip_reason.clear();
       const auto &desc = reader->GetDescriptor();
       for (auto &n : names) {
-         std::vector<ROOT::RNTupleView<void>> mine;
+         Node mine;
          std::string why;
-         if (add_views(desc, desc.FindFieldId(n), mine, why)) {
-            for (auto &v : mine) views.emplace_back(std::move(v));
+         if (add_field(desc, desc.FindFieldId(n), mine, why)) {
+            top.adopt(std::move(mine));
             readable.push_back(n);
          } else {
             skipped.push_back(n);
@@ -100,7 +104,7 @@ public:
       Long64_t events = 0;
       try {
          for (Long64_t e = first; e < stop; e += stride) {
-            for (auto &v : views) v(e);
+            top.read(static_cast<ROOT::NTupleSize_t>(e));
             burn(cpu_us);
             ++events;
          }
@@ -131,6 +135,10 @@ public:
                int k = 0;
                for (const auto &info : range.GetPageInfos()) {
                   const auto &loc = info.GetLocator();
+                  // a deferred column's pages before its first element (a field added to the model
+                  // after the first entries, as ATLAS's dynamic aux fields are) are "page zero":
+                  // ROOT makes them up from nothing, there are no bytes on storage to list
+                  if (loc.GetType() != ROOT::RNTupleLocator::kTypeFile) continue;
                   r.field.push_back(static_cast<int>(i));
                   r.page.push_back(k++);
                   r.entry_start.push_back(start);
@@ -147,25 +155,75 @@ public:
    }
 
 private:
-   std::vector<ROOT::RNTupleView<void>> views;
+   // What reads one field at one index: views of what ROOT can build whole, and collections whose
+   // items it cannot, each with the node that reads one item (indexed by element, not by entry).
+   struct Node {
+      std::vector<ROOT::RNTupleView<void>> views;
+      std::vector<ROOT::RNTupleCollectionView> collections;
+      std::vector<Node> items;
+      std::vector<std::shared_ptr<void>> buffers;  // values of views read as their stored type
 
-   // Views that read field `id` whole: its own, or (a class ROOT has no dictionary for) one per
-   // member, members of members included. False, with `why`, when neither can be made.
-   bool add_views(const ROOT::RNTupleDescriptor &desc, ROOT::DescriptorId_t id,
-                  std::vector<ROOT::RNTupleView<void>> &out, std::string &why) {
+      void adopt(Node &&other) {
+         for (auto &v : other.views) views.emplace_back(std::move(v));
+         for (auto &c : other.collections) collections.emplace_back(std::move(c));
+         for (auto &i : other.items) items.emplace_back(std::move(i));
+         for (auto &b : other.buffers) buffers.emplace_back(std::move(b));
+      }
+
+      template <typename Index>
+      void read(Index index) {
+         for (auto &v : views) v(index);
+         for (size_t k = 0; k < collections.size(); ++k)
+            for (auto element : collections[k].GetCollectionRange(index)) items[k].read(element);
+      }
+   };
+   Node top;
+
+   // Add to `out` what reads field `id` whole: its own view; or, where ROOT cannot build its type
+   // here, a view as its stored type (an alias ROOT does not know), its members (a record), its
+   // offsets and items (a collection), or nothing (a record with no members). False, with `why`,
+   // when none of these reads it.
+   bool add_field(const ROOT::RNTupleDescriptor &desc, ROOT::DescriptorId_t id, Node &out,
+                  std::string &why) {
+      const auto &fd = desc.GetFieldDescriptor(id);
+      std::string message;
       try {
-         out.emplace_back(reader->GetView<void>(id));
+         out.views.emplace_back(reader->GetView<void>(id));
          return true;
       } catch (const std::exception &e) {
-         const auto &fd = desc.GetFieldDescriptor(id);
-         bool members = fd.GetStructure() == ROOT::ENTupleStructure::kRecord && !fd.GetLinkIds().empty();
-         if (!members) {
-            why = describe(desc, id, e.what());
-            return false;
-         }
+         message = e.what();
+      }
+      if (!fd.GetTypeAlias().empty() && as_stored_type(fd, id, out)) return true;
+      const auto structure = fd.GetStructure();
+      if (structure == ROOT::ENTupleStructure::kRecord) {
+         Node members;
          for (auto child : fd.GetLinkIds())
-            if (!add_views(desc, child, out, why)) return false;
+            if (!add_field(desc, child, members, why)) return false;
+         out.adopt(std::move(members));  // no members: an empty base class, nothing stored
          return true;
+      }
+      if (structure == ROOT::ENTupleStructure::kCollection && fd.GetLinkIds().size() == 1) {
+         Node item;
+         if (!add_field(desc, fd.GetLinkIds()[0], item, why)) return false;
+         out.collections.emplace_back(reader->GetCollectionView(id));
+         out.items.emplace_back(std::move(item));
+         return true;
+      }
+      why = describe(desc, id, message);
+      return false;
+   }
+
+   // A view of a field declared by an alias ROOT does not know (`SG::sgkey_t`), read as the type
+   // the alias stands for, which the descriptor stores too (`std::uint32_t`).
+   bool as_stored_type(const ROOT::RFieldDescriptor &fd, ROOT::DescriptorId_t id, Node &out) {
+      try {
+         auto field = ROOT::RFieldBase::Create("stored", fd.GetTypeName()).Unwrap();
+         auto buffer = field->CreateValue().GetPtr<void>();  // owns the memory, deleter included
+         out.views.emplace_back(reader->GetView(id, buffer.get(), fd.GetTypeName()));
+         out.buffers.emplace_back(std::move(buffer));
+         return true;
+      } catch (const std::exception &) {
+         return false;
       }
    }
 

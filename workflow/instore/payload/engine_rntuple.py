@@ -2,10 +2,12 @@
 
 Bytes read and read calls are RNTuple's own page-source counters: the reader opens the file a
 second time through its own raw-file layer, so the TFile's counters never see the page reads.
-A field holding a class with no dictionary in this process is read through its members where
-ROOT can (see ``NtupleJob::prepare`` in ``cpp/payload_rntuple.cxx``), else skipped: the result
-counts the skipped fields and names the first class that made one unreadable, and the bytes
-needed are those of the fields read.
+A field holding a class with no dictionary in this process (an experiment's classes, at a site)
+is read through its structure as stored: a record's members, a collection's offsets and then its
+items (see ``NtupleJob::prepare`` in ``cpp/payload_rntuple.cxx``); a field with nothing ROOT can
+walk is skipped: the result counts the skipped fields and names the first class that made one
+unreadable, and the bytes needed are those of the fields read. The page map leaves out "page
+zero" pages (ROOT's stand-ins for a late-added field's first entries: nothing on storage).
 
 ``--cache-mb`` switches the cluster cache: 0 off (each page is one read as the views ask for
 it), anything else on (the pages of the selected columns of a cluster are read together, in
