@@ -150,7 +150,7 @@ class Ratio:
     def text(self) -> str:
         """``2.6x [2.1-3.0]``, or a note that it rests on a single measurement."""
         if not self.has_interval:
-            return f"{self.value:.3g}x (from a single measurement; no interval)"
+            return f"{self.value:.3g}x (single measurements, no interval)"
         return f"{self.value:.3g}x [{self.lo:.3g}-{self.hi:.3g}]"
 
     def inverse(self) -> Ratio:
