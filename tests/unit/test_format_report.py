@@ -93,7 +93,7 @@ def test_compare_has_a_format_table_per_site_and_protocol(results: Path) -> None
     table = compare.format_table(compare.load_summaries(results))
     assert set(table["site"]) == set(SITES)
     assert set(table["protocol"]) == {"posix", "xrootd"}
-    assert table["RNTuple speed-up"].round(6).eq(RNTUPLE_SPEEDUP).all()
+    assert table["speedup"].round(6).eq(RNTUPLE_SPEEDUP).all()
     empty = compare.format_table(compare.load_summaries(results).query("section != 'format'"))
     assert empty.empty
 

@@ -11,7 +11,7 @@ import pytest
 from instore.cli import main
 from instore.errors import InstoreError
 from instore.report.command import NOTEBOOKS, parameter
-from instore.report.compare import explorer, load_all, load_summaries, setups_table
+from instore.report.compare import explorer, load_all, load_summaries, setups_points, setups_table
 from instore.report.execute import error_outputs, execute, render
 from instore.report.lab import lab_command
 from instore.report.pages import write_index
@@ -71,8 +71,12 @@ def test_index_links_sites_with_conditions_and_provenance(results: Path, tmp_pat
     (tmp_path / "compare.html").write_text("<html></html>")
     page = write_index(results, tmp_path, list(SITES)).read_text()
     records = rows()
-    best = setups_table(load_summaries(results, ["fixture-cold"])).iloc[0]
-    assert f"<b>Best setup:</b> {best['protocol']} ({best['CPU eff.']:.0%} CPU efficiency" in page
+    best = setups_points(load_summaries(results, ["fixture-cold"])).iloc[0]
+    eff = best["cpu_efficiency_median"]
+    assert (
+        f"<b>Best setup:</b> {best['protocol']} ({eff:.0%} (one measurement) CPU efficiency" in page
+    )
+    assert "95% bootstrap interval" in page  # said once, at the top
     advice = json.loads((results / "fixture-cold" / "recommendations.json").read_text())
     assert f'href="fixture-cold/{advice[0]["figure"]}"' in page
     assert 'class="instore-conditions"' in page and "<details>" in page
@@ -89,15 +93,22 @@ def test_index_links_sites_with_conditions_and_provenance(results: Path, tmp_pat
 
 def test_setups_table_is_the_same_work_on_each_site(results: Path) -> None:
     records = rows()
-    table = setups_table(load_summaries(results))
+    points = setups_points(load_summaries(results))
     work = records.query("section == 'protocols' and engine == 'root' and status == 'ok'")
-    assert len(table) == len(work.groupby(["site", "protocol"]))
-    one = table[(table["site"] == "fixture-warm") & (table["protocol"] == "xrootd")].iloc[0]
+    assert len(points) == len(work.groupby(["site", "protocol"]))
+    one = points[(points["site"] == "fixture-warm") & (points["protocol"] == "xrootd")].iloc[0]
     expected = work.query("site == 'fixture-warm' and protocol == 'xrootd'")[
         "cpu_efficiency"
     ].median()
-    assert one["CPU eff."] == pytest.approx(expected)
-    assert list(table["CPU eff."]) == sorted(table["CPU eff."], reverse=True)
+    assert one["cpu_efficiency_median"] == pytest.approx(expected)
+    effs = list(points["cpu_efficiency_median"])
+    assert effs == sorted(effs, reverse=True)
+    table = setups_table(load_summaries(results))
+    assert "CPU efficiency, median [95% interval]" in table.columns  # headers in words
+    assert not [c for c in table.columns if "_" in c]
+    assert (
+        table.loc[0, "CPU efficiency, median [95% interval]"] == f"{effs[0]:.0%} (one measurement)"
+    )
     cold = table[(table["site"] == "fixture-cold") & (table["protocol"] == "posix")].iloc[0]
     posix = records.query("site == 'fixture-cold' and section == 'protocols' and engine == 'root'")
     posix = posix[posix["protocol"] == "posix"]

@@ -3,6 +3,8 @@ and on, per protocol and engine.
 
 ``cache_mb`` means the TTreeCache for a TTree and RNTuple's cluster cache for an RNTuple (0 off,
 anything else on: the cluster cache has no size); the uproot engine has no client cache.
+Each figure is a point's median with its 95% interval (error bars; ``median [low, high]`` in the
+table); TTree against RNTuple is a ratio of two points' medians with its own interval.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from typing import Any
 
 import pandas as pd
 
-from instore.report import show
-from instore.report.plots import LIMIT_STYLE, iqr, panels
+from instore.report import intervals, show
+from instore.report.plots import LIMIT_STYLE, interval_bars, panels
 from instore.report.sections import _has
 from instore.report.view import SiteView
+from instore.summary.interval import ratio_interval
 from instore.summary.recommend import format_name
 
 SECTION = "format"
@@ -44,23 +47,23 @@ def _order(frame: pd.DataFrame) -> list[str]:
     return list(keys.sort_values(["tree", "layout", "on"])[HOW])
 
 
-def _root_rows(view: SiteView) -> pd.DataFrame:
-    """The root engine's rows (both caches are measured there); all rows if it has none."""
-    rows = labelled(view.rows(SECTION))
-    root = rows[rows["engine"] == "root"]
-    return root if len(root) else rows
+def _root_points(view: SiteView) -> pd.DataFrame:
+    """The root engine's points (both caches are measured there); all points if it has none."""
+    pts = labelled(view.points(SECTION))
+    root = pts[pts["engine"] == "root"]
+    return root if len(root) else pts
 
 
 def format_wall(view: SiteView) -> None:
     """Wall time and read calls per protocol, TTree against RNTuple, cache off and on."""
     if not _has(view, SECTION):
         return
-    rows = _root_rows(view)
-    order = _order(rows)
+    pts = _root_points(view)
+    order = _order(pts)
     fig, axes = panels(2, width=6)
     for ax, metric, label in ((axes[0], "wall_s", "wall time (s)"),
                               (axes[1], "read_calls", "read calls per job")):  # fmt: skip
-        _bars(ax, rows, metric, label, order)
+        _bars(ax, pts, metric, label, order)
     axes[1].set_yscale("log")
     _show_with_legend_below(
         fig,
@@ -68,29 +71,18 @@ def format_wall(view: SiteView) -> None:
         len(order),
         "format_wall",
         "Wall time and read calls per protocol, TTree against RNTuple, cache off and on "
-        "(TTreeCache for TTree, the cluster cache for RNTuple; ROOT engine; median, bars: "
-        "interquartile range).",
+        "(TTreeCache for TTree, the cluster cache for RNTuple; ROOT engine; median per point, "
+        "bars: the wall time's 95% interval).",
     )
 
 
 def _bars(
-    ax: Any,
-    data: pd.DataFrame,
-    metric: str,
-    ylabel: str,
-    order: list[str] | None = None,
-    hue: str = HOW,
-    median: bool = True,
+    ax: Any, points: pd.DataFrame, metric: str, ylabel: str, order: list[str], hue: str = HOW
 ) -> None:
-    """Bars of ``metric`` per protocol and ``hue`` on ``ax`` (median and interquartile range,
-    or seaborn's defaults), labelled; the axes' own legend is dropped for the figure's below."""
-    import seaborn as sns
-
-    stats = {"estimator": "median", "errorbar": iqr()} if median else {}
-    sns.barplot(data=data, x="protocol", y=metric, hue=hue, hue_order=order, ax=ax, legend=True,
-                **stats)  # fmt: skip
-    if ax.get_legend():
-        ax.get_legend().remove()
+    """Bars of ``metric`` per protocol and ``hue`` on ``ax``: each point's median with its
+    95% interval, labelled (the legend goes under the figure)."""
+    protocols = sorted(points["protocol"].unique())
+    interval_bars(ax, points, "protocol", metric, hue, order=protocols, hue_order=order)
     ax.set(xlabel="protocol", ylabel=ylabel)
 
 
@@ -107,11 +99,11 @@ def format_throughput(view: SiteView) -> None:
     """MB/s per protocol and setup against the site's calibrated MB/s for that protocol."""
     if not _has(view, SECTION):
         return
-    rows = _root_rows(view)
-    order = _order(rows)
+    pts = _root_points(view)
+    order = _order(pts)
     fig, axes = panels(1, width=8)
     ax = axes[0]
-    _bars(ax, rows, "mb_per_s", "MB/s", order)
+    _bars(ax, pts, "mb_per_s", "MB/s", order)
     protocols = [t.get_text() for t in ax.get_xticklabels()]
     _limit_marks(ax, [view.limits.throughput(p) for p in protocols])
     _show_with_legend_below(
@@ -119,8 +111,8 @@ def format_throughput(view: SiteView) -> None:
         ax,
         len(order) + 1,
         "format_throughput",
-        "Throughput per protocol, TTree against RNTuple, cache off and on, against the site's "
-        "calibrated MB/s for each protocol (dashed).",
+        "Throughput per protocol, TTree against RNTuple, cache off and on (median per point, "
+        "bars: 95% interval), against the site's calibrated MB/s for each protocol (dashed).",
     )
 
 
@@ -137,19 +129,36 @@ def _limit_marks(ax: Any, limits: list[float | None]) -> None:
                 fontsize=8, color="grey")  # fmt: skip
 
 
+KEYS = ["protocol", "engine", "cache_state"]
+
+
+def _fastest(points: pd.DataFrame) -> pd.DataFrame:
+    """Per protocol, engine and cache state the point with the shortest median wall."""
+    return points.sort_values("wall_s_median").drop_duplicates(KEYS).set_index(KEYS)
+
+
+def _runs(point: pd.Series) -> Any:
+    """A point's wall times per repetition (its median alone in a summary without them)."""
+    runs = point.get("wall_s_runs")
+    return runs if runs is not None else [[point["wall_s_median"]]]
+
+
 def speedup(points: pd.DataFrame) -> pd.DataFrame:
     """TTree wall over RNTuple wall per protocol, engine and cache state (> 1: RNTuple faster),
-    from the point medians; RNTuple layouts other than the default shown on their own."""
-    pts = labelled(points)
-    keys = ["protocol", "engine", "cache_state"]
-    tree = pts[pts["format"] == "TTree"].groupby(keys)["wall_s_median"].min()
+    from the fastest point of each, with the ratio's 95% interval (``_lo``, ``_hi``); RNTuple
+    layouts other than the default shown on their own."""
+    pts = labelled(points).dropna(subset=["wall_s_median"])
+    tree = _fastest(pts[pts["format"] == "TTree"])
     out = []
     for layout, part in pts[pts["format"] == "RNTuple"].groupby("layout"):
-        ratio = (tree / part.groupby(keys)["wall_s_median"].min()).dropna()
-        out.append(ratio.rename("ttree_over_rntuple").reset_index().assign(rntuple=layout))
-    if not out:
-        return pd.DataFrame(columns=[*keys, "ttree_over_rntuple", "rntuple"])
-    return pd.concat(out, ignore_index=True)
+        rnt = _fastest(part)
+        for key in tree.index.intersection(rnt.index):
+            ratio = ratio_interval(_runs(tree.loc[key]), _runs(rnt.loc[key]))
+            out.append({**dict(zip(KEYS, key, strict=True)), "ttree_over_rntuple": ratio.value,
+                        "ttree_over_rntuple_lo": ratio.lo, "ttree_over_rntuple_hi": ratio.hi,
+                        "rntuple": layout})  # fmt: skip
+    columns = [*KEYS, "ttree_over_rntuple", "ttree_over_rntuple_lo", "ttree_over_rntuple_hi"]
+    return pd.DataFrame(out, columns=[*columns, "rntuple"])
 
 
 def format_ratio(view: SiteView) -> None:
@@ -164,8 +173,8 @@ def format_ratio(view: SiteView) -> None:
     if ratio["rntuple"].nunique() > 1:
         ratio["reader"] += " (" + ratio["rntuple"] + ")"
     fig, axes = panels(1, width=8)
-    _bars(axes[0], ratio, "ttree_over_rntuple", "TTree wall / RNTuple wall", hue="reader",
-          median=False)  # fmt: skip
+    readers = list(dict.fromkeys(ratio["reader"]))
+    _bars(axes[0], ratio, "ttree_over_rntuple", "TTree wall / RNTuple wall", readers, "reader")
     axes[0].axhline(1.0, color="black", linewidth=1)
     _show_with_legend_below(
         fig,
@@ -173,7 +182,7 @@ def format_ratio(view: SiteView) -> None:
         ratio["reader"].nunique(),
         "format_ratio",
         "TTree against RNTuple per protocol: TTree's wall time over RNTuple's at the same cache "
-        "state and engine (above 1: RNTuple is faster).",
+        "state and engine (above 1: RNTuple is faster; bars: the ratio's 95% interval).",
     )
 
 
@@ -181,15 +190,16 @@ def format_table(view: SiteView) -> None:
     """Per point medians, with format and cache state spelled out."""
     if not _has(view, SECTION):
         return
-    pts = labelled(view.points(SECTION))
+    pts = labelled(view.points(SECTION)).sort_values(["protocol", "engine", "format"])
     cols = {"format": "format", "layout": "layout", "cache_state": "cache", "protocol": "protocol",
-            "engine": "engine", "wall_s_median": "wall (s)", "read_calls_median": "read calls",
-            "bytes_read_median": "bytes read", "mb_per_s_median": "MB/s",
-            "mb_per_s_of_limit": "MB/s / limit", "cpu_efficiency_median": "CPU eff.",
+            "engine": "engine", "wall_s_median": "wall time (s)", "mb_per_s_median": "MB/s",
+            "cpu_efficiency_median": "CPU efficiency",
+            "mb_per_s_of_limit": "MB/s, share of calibrated",
+            "read_calls_median": "read calls (median)", "bytes_read_median": "bytes read (median)",
             "jobs_ok": "jobs", "jobs_failed": "failed"}  # fmt: skip
-    table = pts[list(cols)].rename(columns=cols).sort_values(["protocol", "engine", "format"])
-    show.table(table, "Per point medians (cache: TTreeCache for TTree, cluster cache for RNTuple)",
-               "format_table", ("CPU eff.", "MB/s / limit"))  # fmt: skip
+    table = intervals.table(pts, cols, ("cpu_efficiency_median", "mb_per_s_of_limit"))
+    show.table(table, "Per point: medians with their 95% intervals (cache: TTreeCache for TTree, "
+               "cluster cache for RNTuple)", "format_table")  # fmt: skip
 
 
 def format_failures(view: SiteView) -> None:

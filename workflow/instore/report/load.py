@@ -8,6 +8,12 @@ efficiency, open and read latencies, failures; from the counters read around the
 (site.usage): the host's CPU, the XRootD server's and the link emulator's shares of it, the
 disk's requests and MB/s against its limits, and the link's use of its rate. A resource counts
 as saturated at 80% of its limit; the one nearest its limit at a point is named.
+
+A point's repetitions are runs of it (each its own ``point_key``): a figure of the whole run
+(throughput, events, a resource's use) has one value per run, and its interval resamples the
+runs; a figure of a client (efficiency, read latency) has one value per client, and its
+interval resamples the runs and their clients. A point run once gets an interval over its
+clients for the per-client figures; its per-run figures rest on one measurement.
 """
 
 from __future__ import annotations
@@ -18,16 +24,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from instore.report import show
-from instore.report.plots import panels
+from instore.report import intervals, show
+from instore.report.plots import interval_lines, medians_and_errors, panels
 from instore.report.sections import _has
 from instore.report.view import SiteView
+from instore.study.grid import KNOBS
 
 SATURATED = 0.8  # a resource at 80% of its limit or more counts as saturated
 SLOW_OPEN_MS = 1000.0  # opens this slow (p95) with no resource saturated are named
 EFFICIENT = 0.8  # the CPU efficiency a site admin wants jobs at
 SETUP = ["trace", "protocol", "io_scheduler", "filesystem"]
 DISK_KNOBS = ("io_scheduler", "filesystem")  # "site's" where a point leaves the site's own
+SITES_OWN = "site's"
 # resource -> how its utilisation is read from a point's first row and the site's limits
 RESOURCES = ("host CPU", "XRootD server CPU", "link emulator CPU", "disk IOPS",
              "disk bandwidth", "I/O stall", "link")  # fmt: skip
@@ -122,44 +130,85 @@ def bottleneck(use: dict[str, float]) -> str:
     return f"none at 80%; nearest: {name} ({seen[name]:.0%})"
 
 
+def _run(group: pd.DataFrame, limits: dict[str, Any]) -> dict[str, Any]:
+    """One run of a point (one ``point_key``): its figures of the whole run."""
+    first = group.iloc[0]
+    ok = group[group["status"] == "ok"]
+    wall = active_span(ok) if len(ok) else np.nan
+    use = utilisation(_rescaled(first, ok if len(ok) else group), limits)
+    return {
+        "failed": int((group["status"] != "ok").sum()),
+        "aggregate_mb_per_s": float(ok["bytes_read"].sum()) / 1e6 / wall if wall > 0 else np.nan,
+        **_events(ok, wall, first.get("fixed_time_s")),
+        **{f"use: {k}": v for k, v in use.items()},
+        "accept_queue_overflows": _first_number(first, "listen_overflows"),
+    }
+
+
+# Figures of a whole run (one value per run) and of a client (rows' column, scale to ms).
+PER_RUN = ("aggregate_mb_per_s", "aggregate_events_per_s", "events_in_fixed_time",
+           *(f"use: {r}" for r in RESOURCES))  # fmt: skip
+PER_CLIENT = {"cpu_efficiency": ("predicted_cpu_efficiency", 1.0),
+              "read_p50_ms": ("read_latency_p50_s", 1e3),
+              "read_p95_ms": ("read_latency_p95_s", 1e3)}  # fmt: skip
+
+
+def _point(group: pd.DataFrame, limits: dict[str, Any]) -> dict[str, Any]:
+    """One point: its runs' figures with their intervals, its clients' likewise."""
+    first = group.iloc[0]
+    ok = group[group["status"] == "ok"]
+    runs = pd.DataFrame([_run(g, limits) for _, g in group.groupby("point_key", sort=True)])
+    row: dict[str, Any] = {c: first[c] for c in SETUP}
+    row.update(clients=int(first["jobs"]), repetitions=len(runs), failed=int(runs["failed"].sum()))
+    for name in PER_RUN:
+        row.update(intervals.fields(name, [[v] for v in runs[name]]))
+    fixed = runs["fixed_time_s"].dropna()
+    row["fixed_time_s"] = float(fixed.iloc[0]) if len(fixed) else np.nan
+    for name, (column, scale) in PER_CLIENT.items():
+        row.update(intervals.fields(name, intervals.per_run(_numbers(ok, column) * scale,
+                                                            ok["point_key"])))  # fmt: skip
+    row["cpu_efficiency_median"] = row.pop("cpu_efficiency")
+    row.update(
+        cpu_efficiency_worst=float(ok["predicted_cpu_efficiency"].min()),
+        open_p50_ms=1e3 * float(ok["open_s"].quantile(0.5)),
+        open_p95_ms=1e3 * float(ok["open_s"].quantile(0.95)),
+        read_p99_ms=1e3 * float(ok["read_latency_p99_s"].max()),
+        accept_queue_overflows=float(runs["accept_queue_overflows"].median()),
+    )
+    use = {r: row[f"use: {r}"] for r in RESOURCES}
+    row["saturated"] = bottleneck(use)
+    if row["saturated"].startswith("none at") and row["open_p95_ms"] > SLOW_OPEN_MS:
+        row["saturated"] += f"; opens slow (p95 {row['open_p95_ms'] / 1e3:.1f} s"
+        lost = row["accept_queue_overflows"]
+        full = pd.notna(lost) and lost > 0
+        row["saturated"] += f", server's accept queue full {lost:.0f} times)" if full else ")"
+    return row
+
+
 def points(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per point: clients, throughput, efficiency, latencies, failures, the resources'
-    utilisation and the one that saturated."""
+    """One row per point (its knobs; its repetitions together): clients, throughput,
+    efficiency, latencies, failures, the resources' utilisation and the one that saturated;
+    each median figure with its 95% interval (``_lo``, ``_hi``, ``_n``, ``_basis``)."""
     limits = _limits(rows)
-    rows = rows.assign(**{k: rows[k].fillna("site's") if k in rows else "site's"
+    rows = rows.assign(**{k: rows[k].fillna(SITES_OWN) if k in rows else SITES_OWN
                           for k in DISK_KNOBS})  # fmt: skip
-    out = []
-    for key, group in rows.groupby("point_key"):
-        first = group.iloc[0]
-        ok = group[group["status"] == "ok"]
-        wall = active_span(ok) if len(ok) else np.nan
-        use = utilisation(_rescaled(first, ok if len(ok) else group), limits)
-        row: dict[str, Any] = {c: first[c] for c in SETUP}
-        row["point_key"] = key
-        row.update(
-            clients=int(first["jobs"]),
-            failed=int((group["status"] != "ok").sum()),
-            aggregate_mb_per_s=float(ok["bytes_read"].sum()) / 1e6 / wall if wall > 0 else np.nan,
-            **_events(ok, wall, first.get("fixed_time_s")),
-            cpu_efficiency_median=float(ok["predicted_cpu_efficiency"].median()),
-            cpu_efficiency_worst=float(ok["predicted_cpu_efficiency"].min()),
-            open_p50_ms=1e3 * float(ok["open_s"].quantile(0.5)),
-            open_p95_ms=1e3 * float(ok["open_s"].quantile(0.95)),
-            read_p50_ms=1e3 * float(ok["read_latency_p50_s"].median()),
-            read_p95_ms=1e3 * float(ok["read_latency_p95_s"].median()),
-            read_p99_ms=1e3 * float(ok["read_latency_p99_s"].max()),
-            **{f"use: {k}": v for k, v in use.items()},
-            saturated=bottleneck(use),
-        )
-        row["accept_queue_overflows"] = _first_number(first, "listen_overflows")
-        if row["saturated"].startswith("none at") and row["open_p95_ms"] > SLOW_OPEN_MS:
-            row["saturated"] += f"; opens slow (p95 {row['open_p95_ms'] / 1e3:.1f} s"
-            lost = row["accept_queue_overflows"]
-            full = pd.notna(lost) and lost > 0
-            row["saturated"] += f", server's accept queue full {lost:.0f} times)" if full else ")"
-        out.append(row)
-    frame = pd.DataFrame(out)
+    keys = [k for k in (*KNOBS, "jobs") if k in rows.columns]
+    frame = pd.DataFrame(
+        [_point(group, limits) for _, group in rows.groupby(keys, dropna=False, sort=False)]
+    )
     return frame.sort_values([*SETUP, "clients"]).reset_index(drop=True) if len(frame) else frame
+
+
+def setup_label(setup: tuple[Any, ...]) -> str:
+    """``agc-load, xrootd, bfq scheduler``: the trace and protocol (``SETUP``'s order), and a
+    disk knob where the point set one (not the site's own)."""
+    values = dict(zip(SETUP, setup, strict=True))
+    parts = [str(values.get("trace")), str(values.get("protocol"))]
+    if values.get("io_scheduler", SITES_OWN) != SITES_OWN:
+        parts.append(f"{values['io_scheduler']} scheduler")
+    if values.get("filesystem", SITES_OWN) != SITES_OWN:
+        parts.append(str(values["filesystem"]))
+    return ", ".join(parts)
 
 
 def capacity(table: pd.DataFrame) -> pd.DataFrame:
@@ -180,7 +229,9 @@ def capacity(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _section_points(view: SiteView, section: str) -> pd.DataFrame:
-    return points(view.rows(section, ok_only=False))
+    table = points(view.rows(section, ok_only=False))
+    labels = [setup_label(s) for s in table[SETUP].itertuples(index=False, name=None)]
+    return table.assign(setup=labels)
 
 
 def load_curves(view: SiteView, section: str = "load") -> None:
@@ -189,11 +240,10 @@ def load_curves(view: SiteView, section: str = "load") -> None:
         return
     table = _section_points(view, section)
     fig, axes = panels(3, width=4.2)
-    for setup, part in table.groupby(SETUP, dropna=False):
-        label = " ".join(str(s) for s in setup if s not in ("site's",))
-        axes[0].plot(part["clients"], part["aggregate_mb_per_s"], marker="o", label=label)
-        axes[1].plot(part["clients"], 100 * part["cpu_efficiency_median"], marker="o", label=label)
-        axes[2].plot(part["clients"], part["read_p95_ms"], marker="o", label=label)
+    for ax, metric, scale in ((axes[0], "aggregate_mb_per_s", 1.0),
+                              (axes[1], "cpu_efficiency", 100.0),
+                              (axes[2], "read_p95_ms", 1.0)):  # fmt: skip
+        interval_lines(ax, table, "clients", metric, "setup", scale=scale)
     axes[1].axhline(100 * EFFICIENT, color="tab:red", linewidth=0.8)
     for ax, ylabel in zip(axes, ("aggregate MB/s", "median predicted CPU efficiency (%)",
                                  "read latency p95 (ms, median client)"), strict=True):  # fmt: skip
@@ -204,7 +254,9 @@ def load_curves(view: SiteView, section: str = "load") -> None:
     axes[0].legend(fontsize=7)
     show.figure(fig, f"{section}_curves", "Replays of a recorded analysis started together: "
                 "what all clients read per second, their median predicted CPU efficiency (the "
-                "red line is 80%) and their reads' 95th-percentile latency.")  # fmt: skip
+                "red line is 80%) and their reads' 95th-percentile latency (median client); "
+                "bars: 95% interval (throughput over the point's runs; efficiency and latency "
+                "over its runs and clients).")  # fmt: skip
 
 
 def load_saturation(view: SiteView, section: str = "load") -> None:
@@ -212,39 +264,67 @@ def load_saturation(view: SiteView, section: str = "load") -> None:
     if not _has(view, section):
         return
     table = _section_points(view, section)
-    setups = list(table.groupby(SETUP, dropna=False))
+    setups = list(table.groupby("setup", sort=False))
     fig, axes = panels(len(setups), width=4.5)
     for ax, (setup, part) in zip(axes, setups, strict=True):
         for name in RESOURCES:
             col = f"use: {name}"
             if part[col].notna().any():
-                ax.plot(part["clients"], 100 * part[col], marker="o", label=name)
+                med, err = medians_and_errors(part, col, 100.0)
+                ax.errorbar(part["clients"], med, yerr=err, marker="o", capsize=3, label=name)
         ax.axhline(100 * SATURATED, color="black", linewidth=0.8, linestyle="--")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("concurrent clients")
         ax.set_ylabel("use of its limit (%)")
-        ax.set_title(" ".join(str(s) for s in setup), fontsize=9)
+        ax.set_title(setup, fontsize=9)
         ax.legend(fontsize=7)
     show.figure(fig, f"{section}_saturation", "How close each resource came to its limit "
                 "(host CPU: all cores busy; server and emulator CPU: their share of the host; "
                 "disk: the emulated spindle's IOPS and MB/s limits; link: its rate). Above the "
-                "dashed line a resource counts as saturated.")  # fmt: skip
+                "dashed line a resource counts as saturated. Median of the point's runs; bars: "
+                "95% interval over them (none for a point run once).")  # fmt: skip
 
 
-# Columns a section may not fill (traces without events, no fixed-time point): left out then.
+# The load table's columns in words; a column a section does not fill (traces without events,
+# no fixed-time point, records without the counter) is left out.
+SETUP_WORDS = {"trace": "trace", "protocol": "protocol", "io_scheduler": "I/O scheduler",
+               "filesystem": "file system"}  # fmt: skip
+FIGURES = {"clients": "clients", "repetitions": "repetitions",
+           "aggregate_mb_per_s": "MB/s, all clients",
+           "aggregate_events_per_s": "events/s, all clients", "fixed_time_s": "fixed time (s)",
+           "events_in_fixed_time": "events in the fixed time, all clients",
+           "cpu_efficiency_median": "predicted CPU efficiency (median client)",
+           "cpu_efficiency_worst": "predicted CPU efficiency (worst client)",
+           "read_p50_ms": "read latency p50 (ms, median client)",
+           "read_p95_ms": "read latency p95 (ms, median client)",
+           "read_p99_ms": "read latency p99 (ms, worst client)",
+           "open_p50_ms": "open time p50 (ms)", "open_p95_ms": "open time p95 (ms)",
+           "failed": "failed clients"}  # fmt: skip
+USE = {"clients": "clients", **{f"use: {r}": f"{r}, share of its limit" for r in RESOURCES},
+       "saturated": "nearest its limit", "accept_queue_overflows": "server's accept queue full (times)"}  # fmt: skip
 OPTIONAL = ("aggregate_events_per_s", "fixed_time_s", "events_in_fixed_time",
-            "accept_queue_overflows")  # fmt: skip
+            "accept_queue_overflows", *(f"use: {r}" for r in RESOURCES))  # fmt: skip
+
+
+def _words(table: pd.DataFrame, columns: dict[str, str]) -> dict[str, str]:
+    """The setup's words (a disk knob only where a point set it) and ``columns``' filled."""
+    setup = {k: v for k, v in SETUP_WORDS.items() if (table[k] != SITES_OWN).any()}
+    shown = {k: v for k, v in columns.items() if k not in OPTIONAL or table[k].notna().any()}
+    return {**setup, **shown}
 
 
 def load_table(view: SiteView, section: str = "load") -> None:
     if not _has(view, section):
         return
-    table = _section_points(view, section).drop(columns=["point_key"])
-    table = table.drop(columns=[c for c in OPTIONAL if table[c].isna().all()])
-    show.table(capacity(table), "How many such jobs the site serves at 80% CPU efficiency",
-               f"{section}_capacity")  # fmt: skip
-    show.table(table, "Per point: clients, throughput (MB/s, events/s; in fixed-time mode "
-               "HEPiX's events processed by all clients in that time), efficiency, latencies, "
-               "failures and each resource's use", f"{section}_table",
-               percent=("cpu_efficiency_median", "cpu_efficiency_worst",
-                        *(f"use: {r}" for r in RESOURCES)))  # fmt: skip
+    table = _section_points(view, section)
+    cap = capacity(table)
+    cap = cap[[*_words(cap, {}), *cap.columns[len(SETUP) :]]]
+    show.table(cap.rename(columns=SETUP_WORDS), "How many such jobs the site serves at 80% CPU "
+               "efficiency (median client)", f"{section}_capacity")  # fmt: skip
+    percent = ("cpu_efficiency_median", "cpu_efficiency_worst", *(f"use: {r}" for r in RESOURCES))
+    show.table(intervals.table(table, _words(table, FIGURES), percent), "Per point: clients, "
+               "throughput (MB/s, events/s; in fixed-time mode HEPiX's events processed by all "
+               "clients in that time), efficiency, latencies and failures; median with its 95% "
+               "interval", f"{section}_table")  # fmt: skip
+    show.table(intervals.table(table, _words(table, USE), percent), "Per point: each resource's "
+               "use of its limit and the one nearest it (median of the runs, 95% interval)")  # fmt: skip

@@ -3,7 +3,8 @@
 Each point replays one trace (an analysis recorded once on fast storage) over one protocol;
 its wall time is the analysis's wall time there, and its predicted CPU efficiency the
 recorded CPU time over that wall. The recorded efficiency is the analysis's own where it was
-recorded: the best this storage could do is to match it.
+recorded: the best this storage could do is to match it. The replay's wall and efficiency are
+medians with their 95% interval over the point's repetitions (and its replays within one).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from instore.report import show
-from instore.report.plots import panel_per
+from instore.report import intervals, show
+from instore.report.plots import medians_and_errors, panel_per
 from instore.report.sections import _has
 from instore.report.view import SiteView
 
@@ -28,28 +29,31 @@ def _recorded(rows: pd.DataFrame, field: str) -> pd.Series:
 
 
 def medians(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per trace, protocol and cache state: the replay's median figures and the recording's."""
+    """Per trace, protocol and cache state: the replay's median figures (wall and predicted
+    efficiency with their 95% intervals) and the recording's."""
     rows = rows.assign(
         cache_state=rows["cache_state"].fillna("-"),
         recorded_wall_s=_recorded(rows, "wall_s").astype(float),
         recorded_cpu_s=_recorded(rows, "cpu_s").astype(float),
     )
-    return (
-        rows.groupby(SETUP, dropna=False)
-        .agg(
-            wall_s=("wall_s", "median"),
-            recorded_wall_s=("recorded_wall_s", "median"),
-            cpu_s=("recorded_cpu_s", "median"),
-            predicted_cpu_efficiency=("predicted_cpu_efficiency", "median"),
-            recorded_cpu_efficiency=("recorded_cpu_efficiency", "median"),
-            mb_read=("bytes_read", lambda s: s.median() / 1e6),
-            read_calls=("read_calls", "median"),
-            read_latency_p50_ms=("read_latency_p50_s", lambda s: 1e3 * s.median()),
-            read_latency_p95_ms=("read_latency_p95_s", lambda s: 1e3 * s.median()),
-            replays=("wall_s", "size"),
-        )
-        .reset_index()
-    )
+    out = []
+    for key, group in rows.groupby(SETUP, dropna=False, sort=True):
+        runs = group["point_key"]  # one per repetition
+        out.append({
+            **dict(zip(SETUP, key, strict=True)),
+            **intervals.fields("wall_s", intervals.per_run(group["wall_s"], runs)),
+            "recorded_wall_s": group["recorded_wall_s"].median(),
+            "cpu_s": group["recorded_cpu_s"].median(),
+            **intervals.fields("predicted_cpu_efficiency",
+                               intervals.per_run(group["predicted_cpu_efficiency"], runs)),
+            "recorded_cpu_efficiency": group["recorded_cpu_efficiency"].median(),
+            "mb_read": group["bytes_read"].median() / 1e6,
+            "read_calls": group["read_calls"].median(),
+            "read_latency_p50_ms": 1e3 * group["read_latency_p50_s"].median(),
+            "read_latency_p95_ms": 1e3 * group["read_latency_p95_s"].median(),
+            "replays": len(group),
+        })  # fmt: skip
+    return pd.DataFrame(out)
 
 
 def replay_efficiency(view: SiteView) -> None:
@@ -64,7 +68,8 @@ def replay_efficiency(view: SiteView) -> None:
             for p, c in zip(part.protocol, part.cache_state, strict=True)
         ]
         x = np.arange(len(part))
-        ax.bar(x, 100 * part["predicted_cpu_efficiency"], color="tab:blue", label="replayed here")
+        med, err = medians_and_errors(part, "predicted_cpu_efficiency", 100.0)
+        ax.bar(x, med, yerr=err, capsize=3, color="tab:blue", label="replayed here")
         ax.axhline(100 * part["recorded_cpu_efficiency"].median(), color="black", linestyle="--",
                    linewidth=1, label="as recorded")  # fmt: skip
         ax.axhline(80, color="tab:red", linewidth=0.8, label="80%")
@@ -75,17 +80,21 @@ def replay_efficiency(view: SiteView) -> None:
         ax.legend(fontsize=7, loc="lower left")
     show.figure(fig, "replay_efficiency", "A recorded analysis's CPU efficiency on this site, "
                 "predicted by replaying its reads closed-loop (recorded CPU time over the "
-                "replay's wall), per protocol; the dashed line is its efficiency where it was "
-                "recorded.")  # fmt: skip
+                "replay's wall), per protocol (median, bars: 95% interval); the dashed line is "
+                "its efficiency where it was recorded.")  # fmt: skip
 
 
 def replay_table(view: SiteView) -> None:
     if not _has(view, SECTION):
         return
-    med = medians(view.rows(SECTION)).rename(
-        columns={"wall_s": "wall here (s)", "recorded_wall_s": "wall recorded (s)",
-                 "cpu_s": "CPU (s)", "predicted_cpu_efficiency": "CPU eff. here",
-                 "recorded_cpu_efficiency": "CPU eff. recorded"}
-    )  # fmt: skip
-    show.table(med, "Replays per trace and protocol (medians)", "replay_table",
-               percent=("CPU eff. here", "CPU eff. recorded"))  # fmt: skip
+    cols = {"trace": "trace", "protocol": "protocol", "cache_state": "XCache",
+            "wall_s": "wall time here (s)", "recorded_wall_s": "wall time recorded (s)",
+            "cpu_s": "CPU time recorded (s)",
+            "predicted_cpu_efficiency": "predicted CPU efficiency here",
+            "recorded_cpu_efficiency": "CPU efficiency recorded", "mb_read": "MB read (median)",
+            "read_calls": "read calls (median)",
+            "read_latency_p50_ms": "read latency p50 (ms, median replay)",
+            "read_latency_p95_ms": "read latency p95 (ms, median replay)", "replays": "replays"}  # fmt: skip
+    table = intervals.table(medians(view.rows(SECTION)), cols,
+                            ("predicted_cpu_efficiency", "recorded_cpu_efficiency"))  # fmt: skip
+    show.table(table, "Replays per trace and protocol (median, 95% interval)", "replay_table")

@@ -8,6 +8,9 @@ The effects are ratios of median wall times measured in one sweep, at each file 
 - headline: unordered without a cache against ordered with one (the seeds' "12x");
 - read amplification: what the site's disk read over what the jobs needed (block and client
   readahead on a sparse read), for the ordered TTree without a cache.
+
+Each wall time is a median with its 95% interval over the point's repetitions (and jobs); each
+effect, a ratio of two medians, has its own (``instore.summary.interval.ratio_interval``).
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from instore.report import show
-from instore.report.plots import panel_per
+from instore.report import intervals, show
+from instore.report.plots import medians_and_errors, panel_per
 from instore.report.sections import _has
 from instore.report.view import SiteView
+from instore.summary.interval import ONE_MEASUREMENT, basis, ratio_interval
 from instore.summary.stats import cache_label
 
 SECTION = "scale"
@@ -33,40 +37,50 @@ SETUP = ["fileset", "protocol", "branches", "engine"]
 
 
 def medians(rows: pd.DataFrame) -> pd.DataFrame:
-    """Median wall time, disk amplification and file size per setup, layout and cache."""
+    """Median wall time (with its 95% interval and its values per run, ``wall_s_runs``), disk
+    amplification and file size per setup, layout and cache."""
     rows = rows.assign(
         cache=rows["cache_mb"].map(cache_label), fileset=rows["fileset"].fillna("default")
     )
     keys = [*SETUP, "layout", "cache"]
-    return (
-        rows.groupby(keys, dropna=False)
-        .agg(
-            wall_s=("wall_s", "median"),
-            file_mb=("file_size", lambda s: s.median() / 1e6),
-            disk_amplification=("disk_amplification", "median"),
-            read_calls=("read_calls", "median"),
-        )
-        .reset_index()
-    )
+    out = []
+    for key, group in rows.groupby(keys, dropna=False, sort=True):
+        runs = intervals.per_run(group["wall_s"], group["point_key"])
+        out.append({
+            **dict(zip(keys, key, strict=True)),
+            **intervals.fields("wall_s", runs),
+            "wall_s_runs": runs,
+            "file_mb": group["file_size"].median() / 1e6,
+            "disk_amplification": group["disk_amplification"].median(),
+            "read_calls": group["read_calls"].median(),
+        })  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def _ratio(name: str, slow: list[list[float]], fast: list[list[float]]) -> dict[str, object]:
+    """``slow``'s median wall over ``fast``'s, as the interval columns of ``name``."""
+    ratio = ratio_interval(slow, fast)
+    how = basis(slow + fast) if ratio.has_interval else ONE_MEASUREMENT
+    return {name: ratio.value, f"{name}_lo": ratio.lo, f"{name}_hi": ratio.hi,
+            f"{name}_n": ratio.n_a + ratio.n_b, f"{name}_basis": how}  # fmt: skip
 
 
 def effects(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per file set, protocol, pattern and engine: the size and each effect's ratio."""
+    """One row per file set, protocol, pattern and engine: the size and each effect's ratio,
+    with its 95% interval."""
     med = medians(rows)
     out = []
     for setup, group in med.groupby(SETUP, dropna=False):
-        wall = {(r.layout, r.cache): r.wall_s for r in group.itertuples()}
+        runs = {(r.layout, r.cache): r.wall_s_runs for r in group.itertuples()}
         ordered = group[group["layout"] == "ordered"]
         row = dict(zip(SETUP, setup, strict=True))
         row["size_mb"] = (
             float(ordered["file_mb"].median()) if len(ordered) else float(group["file_mb"].max())
         )
         for name, slow, fast in EFFECTS:
-            row[name] = (
-                wall[slow] / wall[fast]
-                if slow in wall and fast in wall and wall[fast] > 0
-                else np.nan
-            )
+            row[name] = np.nan
+            if slow in runs and fast in runs:
+                row.update(_ratio(name, runs[slow], runs[fast]))
         off = ordered[ordered["cache"] == "off"]["disk_amplification"]
         row["read amplification (ordered, no cache)"] = float(off.median()) if len(off) else np.nan
         out.append(row)
@@ -82,7 +96,8 @@ def scale_effects(view: SiteView) -> None:
     for ax, protocol, part in per_protocol:
         for name, *_ in EFFECTS:
             if part[name].notna().any():
-                ax.plot(part["size_mb"], part[name], marker="o", label=name)
+                med, err = medians_and_errors(part, name)
+                ax.errorbar(part["size_mb"], med, yerr=err, marker="o", capsize=3, label=name)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.axhline(1.0, color="black", linewidth=0.8)
@@ -91,13 +106,26 @@ def scale_effects(view: SiteView) -> None:
         ax.set_title(protocol)
         ax.legend(fontsize=7)
     show.figure(fig, "scale_effects", "How each effect grows with file size: the ratio of median "
-                "wall times (above 1: the first setup is that many times slower).")  # fmt: skip
+                "wall times (above 1: the first setup is that many times slower; bars: the "
+                "ratio's 95% interval, none where a side was measured once).")  # fmt: skip
+
+
+SETUP_WORDS = {"fileset": "file set", "protocol": "protocol", "branches": "branches read",
+               "engine": "engine"}  # fmt: skip
 
 
 def scale_table(view: SiteView) -> None:
     if not _has(view, SECTION):
         return
-    table = effects(view.rows(SECTION))
-    show.table(table, "Effects per file size (ratios of median wall times)", "scale_table")
-    med = medians(view.rows(SECTION)).rename(columns={"wall_s": "wall (s)", "file_mb": "file MB"})
-    show.table(med, "Median per setup, layout and cache", "scale_points")
+    rows = view.rows(SECTION)
+    cols = {**SETUP_WORDS, "size_mb": "file size (MB, ordered TTree)",
+            **{name: name for name, *_ in EFFECTS},
+            "read amplification (ordered, no cache)": "disk bytes / needed (ordered, no cache)"}  # fmt: skip
+    ratios = [name for name, *_ in EFFECTS]
+    show.table(intervals.table(effects(rows), cols, ratios=ratios), "Effects per file size: "
+               "ratios of median wall times, the slower setup's over the faster's", "scale_table")  # fmt: skip
+    cols = {**SETUP_WORDS, "layout": "layout", "cache": "cache", "wall_s": "wall time (s)",
+            "file_mb": "file size (MB)", "disk_amplification": "disk bytes / needed (median)",
+            "read_calls": "read calls (median)"}  # fmt: skip
+    show.table(intervals.table(medians(rows), cols), "Per setup, layout and cache: medians with "
+               "their 95% intervals", "scale_points")  # fmt: skip

@@ -1,7 +1,8 @@
 """One function per figure or table of the study sections; the notebooks call these.
 
-Every value shown comes from the site's Parquet rows or its point summary; plots show the
-median with the interquartile range, the same statistics the tables print.
+Every value shown comes from the site's Parquet rows or its point summary; a figure of a point
+(wall, CPU efficiency, MB/s, events/s) is its median with its 95% bootstrap interval, drawn as
+error bars and printed as ``median [low, high]`` (``instore.report.intervals``).
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from instore.report import show
+from instore.report import intervals, show
 from instore.report.conditions import conditions_html
-from instore.report.plots import iqr, limit_line, panels
+from instore.report.plots import interval_bars, interval_lines, iqr, limit_line, panels
 from instore.report.view import SiteView
 from instore.study import SECTIONS
 
@@ -55,11 +56,11 @@ def _cache_order(rows: pd.DataFrame) -> list[str]:
 def points_table(
     view: SiteView, section: str, columns: dict[str, str], percent: tuple[str, ...] = ()
 ) -> None:
-    """The section's per-point medians under readable column names."""
+    """The section's per-point medians (with their intervals) under words."""
     if not _has(view, section):
         return
-    pts = view.points(section)
-    show.table(pts[list(columns)].rename(columns=columns), "Per point medians", percent=percent)
+    table = intervals.table(view.points(section), columns, percent)
+    show.table(table, "Per point: medians with their 95% intervals")
 
 
 def header(view: SiteView, section: str) -> None:
@@ -67,6 +68,8 @@ def header(view: SiteView, section: str) -> None:
     cond = view.conditions()
     described = str(cond.get("description") or view.site).rstrip(". ")
     show.note(f"{described}. {view.limits.describe()}.")
+    if section != "overview":
+        intervals.note()
 
 
 # --- layout -------------------------------------------------------------------------------
@@ -107,33 +110,37 @@ def layout_wall(view: SiteView) -> None:
     """Wall time and ROOT's disk time per layout, TTreeCache off and on."""
     if not _has(view, "layout"):
         return
-    rows = view.rows("layout")
+    pts = _hue(view.points("layout"), "cache", "protocol")
     fig, axes = panels(2)
     for ax, metric, label in (
         (axes[0], "wall_s", "wall time (s)"),
         (axes[1], "disk_s", "ROOT disk time (s)"),
     ):
-        sns_bar(ax, rows, "layout", metric, "cache")
+        interval_bars(ax, pts, "layout", metric, "hue")
         ax.set(ylabel=label)
-    limit_line(axes[0], _fastest_read_s(view, rows), "whole file at calibrated MB/s")
+        ax.legend(title="cache", fontsize=8)
+    limit_line(axes[0], _fastest_read_s(view, view.rows("layout")), "whole file at calibrated MB/s")
     show.figure(
         fig,
         "layout_wall",
-        "Wall and disk time per layout, cache off and on (median, bars: interquartile range).",
+        "Wall and disk time per layout, cache off and on (median per point; bars: the wall "
+        "time's 95% interval).",
     )
 
 
+def _hue(points: pd.DataFrame, hue: str, *more: str) -> pd.DataFrame:
+    """``points`` with a ``hue`` column: ``hue``'s value, and each of ``more`` that varies."""
+    varying = [c for c in more if points[c].nunique() > 1]
+    labels = points[[hue, *varying]].astype(str).agg(", ".join, axis=1)
+    return points.assign(hue=labels)
+
+
 def layout_table(view: SiteView) -> None:
-    cols = {"layout": "layout", "cache": "cache", "protocol": "protocol", "wall_s_median": "wall (s)",
-            "read_calls_median": "read calls", "cpu_efficiency_median": "CPU eff.",
-            "jobs_ok": "jobs", "jobs_failed": "failed"}  # fmt: skip
-    points_table(view, "layout", cols, ("CPU eff.",))
-
-
-def sns_bar(ax: object, rows: pd.DataFrame, x: str, y: str, hue: str | None) -> None:
-    import seaborn as sns
-
-    sns.barplot(data=rows, x=x, y=y, hue=hue, estimator="median", errorbar=iqr(), ax=ax)
+    cols = {"layout": "layout", "cache": "cache", "protocol": "protocol",
+            "wall_s_median": "wall time (s)", "cpu_efficiency_median": "CPU efficiency",
+            "read_calls_median": "read calls (median)", "jobs_ok": "jobs",
+            "jobs_failed": "failed"}  # fmt: skip
+    points_table(view, "layout", cols, ("cpu_efficiency_median",))
 
 
 # --- cache --------------------------------------------------------------------------------
@@ -161,16 +168,18 @@ def cache_reads(view: SiteView) -> None:
     axes[0].set_yscale("log")
     limit_line(axes[2], view.limits.read_iops, "calibrated IOPS")
     show.figure(
-        fig, "cache_reads", "Read calls, bytes and read rate against TTreeCache size, per layout."
-    )
+        fig, "cache_reads", "Read calls, bytes and read rate against TTreeCache size, per layout "
+        "(median of the jobs; bars: their interquartile range)."
+    )  # fmt: skip
 
 
 def cache_table(view: SiteView) -> None:
     cols = {"layout": "layout", "protocol": "protocol", "cache": "cache",
-            "cache_bytes_effective_median": "cache bytes", "read_calls_median": "read calls",
-            "bytes_read_median": "bytes read", "wall_s_median": "wall (s)",
-            "read_rate_of_limit": "read rate / limit", "cpu_efficiency_median": "CPU eff."}  # fmt: skip
-    points_table(view, "cache", cols, ("CPU eff.", "read rate / limit"))
+            "cache_bytes_effective_median": "cache bytes (median)",
+            "read_calls_median": "read calls (median)", "bytes_read_median": "bytes read (median)",
+            "wall_s_median": "wall time (s)", "cpu_efficiency_median": "CPU efficiency",
+            "read_rate_of_limit": "read rate, share of calibrated IOPS"}  # fmt: skip
+    points_table(view, "cache", cols, ("cpu_efficiency_median", "read_rate_of_limit"))
 
 
 # --- protocols ----------------------------------------------------------------------------
@@ -180,35 +189,33 @@ def protocol_table(view: SiteView) -> None:
     """CPU efficiency per protocol and engine, the seeds' dcap/xroot table."""
     if not _has(view, "protocols"):
         return
-    pts = view.points("protocols")
-    eff = pts.pivot_table(
-        index="protocol", columns="engine", values="cpu_efficiency_median", aggfunc="median"
-    )
-    mbps = pts.groupby("protocol")[["mb_per_s_median", "mb_per_s_of_limit"]].median()
-    table = eff.add_prefix("CPU eff. ").join(
-        mbps.rename(columns={"mb_per_s_median": "MB/s", "mb_per_s_of_limit": "MB/s / limit"})
-    )
-    pct = (*tuple(c for c in table.columns if c.startswith("CPU eff.")), "MB/s / limit")
-    show.table(
-        table.reset_index(), "CPU efficiency per protocol (median over jobs)", "protocol_table", pct
-    )
+    pts = view.points("protocols").sort_values(["protocol", "engine"])
+    cols = {"protocol": "protocol", "engine": "engine", "layout": "layout",
+            "cpu_efficiency_median": "CPU efficiency", "mb_per_s_median": "MB/s",
+            "mb_per_s_of_limit": "MB/s, share of calibrated", "jobs_ok": "jobs",
+            "jobs_failed": "failed"}  # fmt: skip
+    if pts["layout"].nunique() == 1:
+        del cols["layout"]
+    table = intervals.table(pts, cols, ("cpu_efficiency_median", "mb_per_s_of_limit"))
+    show.table(table, "CPU efficiency and throughput per protocol and engine (median per point, "
+               "95% interval)", "protocol_table")  # fmt: skip
 
 
 def protocol_efficiency(view: SiteView) -> None:
     if not _has(view, "protocols"):
         return
-    rows = view.rows("protocols")
+    pts = _hue(view.points("protocols"), "engine", "layout")
     fig, axes = panels(2)
-    sns_bar(axes[0], rows, "protocol", "cpu_efficiency", "engine")
+    interval_bars(axes[0], pts, "protocol", "cpu_efficiency", "hue")
     axes[0].set(ylabel="CPU efficiency", ylim=(0, 1.05))
-    sns_bar(axes[1], rows, "protocol", "mb_per_s", "engine")
+    interval_bars(axes[1], pts, "protocol", "mb_per_s", "hue")
     axes[1].set(ylabel="MB/s")
-    limits = {p: view.limits.throughput(p) for p in rows["protocol"].unique()}
+    axes[0].legend(title="engine", fontsize=8)
+    limits = {p: view.limits.throughput(p) for p in pts["protocol"].unique()}
     known = [v for v in limits.values() if v]
     limit_line(axes[1], max(known) if known else None, "calibrated MB/s")
-    show.figure(
-        fig, "protocol_efficiency", "CPU efficiency and throughput per protocol and engine."
-    )
+    show.figure(fig, "protocol_efficiency", "CPU efficiency and throughput per protocol and "
+                "engine (median per point; bars: 95% interval).")  # fmt: skip
 
 
 # --- readahead ----------------------------------------------------------------------------
@@ -217,37 +224,38 @@ def protocol_efficiency(view: SiteView) -> None:
 def readahead(view: SiteView) -> None:
     """Throughput, client bytes wasted and the disk's amplification against readahead size,
     full vs sparse reads: the client reads baskets exactly, the disk's readahead may not."""
-    import seaborn as sns
-
     if not _has(view, "readahead"):
         return
-    rows = view.rows("readahead").dropna(subset=["readahead_kb"])
-    rows = rows.assign(reads=rows["branches"].map(lambda b: "full" if b == "all" else f"sparse ({b})"),
-                       block=rows["block_readahead_kb"].map(lambda v: "n/a" if pd.isna(v) else f"{v:g} KB"))  # fmt: skip
-    rows["kb_wasted"] = rows["bytes_wasted"] / 1e3
-    shown = [("mb_per_s", "MB/s"), ("kb_wasted", "KB the client read, not needed")]
-    if rows["disk_amplification"].notna().any():
-        shown.append(("disk_amplification", "disk bytes / bytes needed"))
+    pts = view.points("readahead").dropna(subset=["readahead_kb"])
+    pts = pts.assign(reads=pts["branches"].map(lambda b: "full" if b == "all" else f"sparse ({b})"),
+                     block=pts["block_readahead_kb"].map(lambda v: "block n/a" if pd.isna(v) else f"block {v:g} KB"))  # fmt: skip
+    shown = [("mb_per_s", "MB/s", 1.0), ("bytes_wasted", "KB the client read, not needed", 1e-3)]
+    if pts["disk_amplification_median"].notna().any():
+        shown.append(("disk_amplification", "disk bytes / bytes needed", 1.0))
+    style = "block" if pts["block"].nunique() > 1 else None
     fig, axes = panels(len(shown))
-    for ax, (metric, label) in zip(axes, shown, strict=True):
-        sns.lineplot(data=rows, x="readahead_kb", y=metric, hue="reads", style="block", estimator="median",
-                     errorbar=iqr(), marker="o", ax=ax, legend=ax is axes[-1])  # fmt: skip
+    for ax, (metric, label, scale) in zip(axes, shown, strict=True):
+        interval_lines(ax, pts, "readahead_kb", metric, "reads", style=style, scale=scale)
         ax.set(xscale="log", xlabel="readahead (KB)", ylabel=label)
+    axes[-1].legend(fontsize=8)
     limit_line(axes[0], view.limits.throughput("posix"), "calibrated MB/s")
     show.figure(
         fig,
         "readahead",
         "Throughput, bytes wasted by the client and what the disk read per byte needed, against "
-        "readahead size, full and sparse reads.",
+        "readahead size, full and sparse reads (median per point; bars: the throughput's 95% "
+        "interval).",
     )
 
 
 def readahead_table(view: SiteView) -> None:
-    cols = {"branches": "branches", "readahead_kb": "readahead KB", "block_readahead_kb": "block KB",
-            "mb_per_s_median": "MB/s", "mb_per_s_of_limit": "MB/s / limit", "wall_s_median": "wall (s)",
-            "bytes_wasted_median": "bytes wasted", "read_amplification_median": "client ampl.",
-            "disk_amplification_median": "disk ampl."}  # fmt: skip
-    points_table(view, "readahead", cols, ("MB/s / limit",))
+    cols = {"branches": "branches", "readahead_kb": "readahead (KB)",
+            "block_readahead_kb": "block readahead (KB)", "mb_per_s_median": "MB/s",
+            "mb_per_s_of_limit": "MB/s, share of calibrated", "wall_s_median": "wall time (s)",
+            "bytes_wasted_median": "bytes read, not needed (median)",
+            "read_amplification_median": "client bytes / needed (median)",
+            "disk_amplification_median": "disk bytes / needed (median)"}  # fmt: skip
+    points_table(view, "readahead", cols, ("mb_per_s_of_limit",))
 
 
 # --- jobfill ------------------------------------------------------------------------------
@@ -258,13 +266,15 @@ def jobfill_table(view: SiteView) -> None:
     if not _has(view, "jobfill"):
         return
     pts = view.points("jobfill")
-    keys = ["fill", "cpu_us", "cache", "layout", "protocol", "fixed_time_s"]
-    cols = {"cpu_efficiency_median": "CPU eff. per job", "event_rate_hz_median": "events/s per job",
-            "aggregate_event_rate_hz": "events/s all jobs", "event_rate_of_limit": "per job / limit",
-            "wall_s_median": "wall (s)"}  # fmt: skip
-    table = pts[keys + list(cols)].rename(columns=cols)
-    show.table(table, "Jobs per node: efficiency per job, aggregate event rate", "jobfill_table",
-               ("CPU eff. per job", "per job / limit"))  # fmt: skip
+    cols = {"fill": "jobs per node", "cpu_us": "CPU per event (us)", "cache": "cache",
+            "layout": "layout", "protocol": "protocol", "fixed_time_s": "fixed time (s)",
+            "cpu_efficiency_median": "CPU efficiency per job",
+            "event_rate_hz_median": "events/s per job",
+            "event_rate_of_limit": "events/s per job, share of calibrated",
+            "aggregate_event_rate_hz": "events/s, all jobs", "wall_s_median": "wall time (s)"}  # fmt: skip
+    table = intervals.table(pts, cols, ("cpu_efficiency_median", "event_rate_of_limit"))
+    show.table(table, "Jobs per node: efficiency per job, aggregate event rate (all jobs' events "
+               "over the longest job, one value per repetition)", "jobfill_table")  # fmt: skip
 
 
 def _with_workload(frame: pd.DataFrame) -> pd.DataFrame:
@@ -276,100 +286,24 @@ def _with_workload(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def jobfill(view: SiteView) -> None:
-    import seaborn as sns
-
     if not _has(view, "jobfill"):
         return
-    rows = _with_workload(view.rows("jobfill"))
     pts = _with_workload(view.points("jobfill"))
+    style = "cache" if pts["cache"].nunique() > 1 else None
     fig, axes = panels(2)
-    sns.boxplot(data=rows, x="fill", y="cpu_efficiency", hue="workload", ax=axes[0])
+    interval_lines(axes[0], pts, "fill", "cpu_efficiency", "workload", style=style)
     axes[0].set(xlabel="concurrent jobs per node", ylabel="CPU efficiency per job", ylim=(0, 1.05))
-    sns.lineplot(
-        data=pts,
-        x="fill",
-        y="aggregate_event_rate_hz",
-        hue="workload",
-        style="cache",
-        marker="o",
-        ax=axes[1],
-    )
+    interval_lines(axes[1], pts, "fill", "aggregate_event_rate_hz", "workload", style=style)
     axes[1].set(xlabel="concurrent jobs per node", ylabel="events/s, all jobs")
+    fills = sorted(pts["fill"].unique())
+    for ax in axes:
+        ax.set_xticks(fills, [str(f) for f in fills])
+    axes[0].legend(fontsize=8)
     limit = pts["limit_event_rate_hz"].median()
     limit_line(axes[1], None if pd.isna(limit) else float(limit), "calibrated limit")
-    show.figure(
-        fig, "jobfill", "CPU efficiency per job and aggregate event rate against jobs per node."
-    )
-
-
-# --- caching ------------------------------------------------------------------------------
-
-
-def _caching_points(view: SiteView) -> pd.DataFrame:
-    """The caching section's point medians with the access method and read kind named."""
-    from instore.summary.recommend import access_method
-
-    pts = view.points("caching").dropna(subset=["rtt_ms"])
-    methods = [
-        access_method(p, c) for p, c in zip(pts["protocol"], pts["cache_state"], strict=True)
-    ]
-    reads = pts["branches"].map(lambda b: "full" if b == "all" else "sparse")
-    return pts.assign(method=methods, reads=reads)
-
-
-def caching(view: SiteView) -> None:
-    """CPU efficiency and wall time against RTT per access method, full and sparse reads; the
-    dotted lines mark where a warm XCache starts to beat direct reads."""
-    import seaborn as sns
-
-    from instore.summary.recommend import EFFICIENCY_FLOOR, break_even_ms, caching_curves
-
-    if not _has(view, "caching"):
-        return
-    pts = _caching_points(view)
-    curves = caching_curves(view.stats)
-    fig, axes = panels(2)
-    for ax, (metric, label) in zip(axes, (("cpu_efficiency_median", "CPU efficiency"),
-                                          ("wall_s_median", "wall time (s)")), strict=True):  # fmt: skip
-        sns.lineplot(data=pts, x="rtt_ms", y=metric, hue="method", style="reads", marker="o",
-                     ax=ax, legend=ax is axes[-1])  # fmt: skip
-        ax.set(xscale="log", xlabel="round-trip time (ms)", ylabel=label)
-        rtts = sorted(pts["rtt_ms"].dropna().unique())
-        ax.set_xticks(rtts, [f"{r:g}" for r in rtts])  # the RTTs measured, not 2x10^1
-        ax.minorticks_off()
-        for reads, dash in (("full", ":"), ("sparse", "-.")):
-            rtt = break_even_ms(curves[curves["reads"] == reads], "XCache warm", "direct xrootd")
-            if rtt is not None:
-                ax.axvline(rtt, color="grey", linestyle=dash, linewidth=1,
-                           label=f"warm XCache beats direct ({reads})")  # fmt: skip
-    axes[0].axhline(EFFICIENCY_FLOOR, color="crimson", linestyle="--", linewidth=1)
-    axes[0].set(ylim=(0, 1.05))
-    handles, labels = axes[-1].get_legend_handles_labels()
-    if axes[-1].get_legend():
-        axes[-1].get_legend().remove()
-    fig.tight_layout()
-    fig.legend(handles, labels, loc="upper center", ncol=4, bbox_to_anchor=(0.5, 0.0),
-               fontsize=8, frameon=False)  # below the panels: it covers no line # fmt: skip
-    show.figure(
-        fig,
-        "caching",
-        "CPU efficiency and wall time against RTT per access method (median); dashed red: the "
-        f"{EFFICIENCY_FLOOR:.0%} efficiency floor; grey: where a warm XCache beats direct reads.",
-    )
-
-
-def caching_table(view: SiteView) -> None:
-    """Per point: the RTT asked and measured, and what crossed the link against what the
-    jobs read (a warm cache's point moves next to nothing)."""
-    if not _has(view, "caching"):
-        return
-    pts = _caching_points(view)
-    cols = {"reads": "reads", "method": "method", "rtt_ms": "RTT (ms)",
-            "rtt_ms_measured_median": "RTT measured", "wall_s_median": "wall (s)",
-            "cpu_efficiency_median": "CPU eff.", "bytes_read_median": "bytes read per job",
-            "link_bytes_read_median": "bytes over the link", "jobs_ok": "jobs"}  # fmt: skip
-    table = pts[list(cols)].rename(columns=cols).sort_values(["reads", "method", "RTT (ms)"])
-    show.table(table, "Access methods across RTTs (median per point)", percent=("CPU eff.",))
+    show.figure(fig, "jobfill", "CPU efficiency per job and aggregate event rate against jobs "
+                "per node (median per point; bars: 95% interval over repetitions and jobs, the "
+                "aggregate's over repetitions).")  # fmt: skip
 
 
 # --- overview -----------------------------------------------------------------------------
@@ -404,12 +338,14 @@ def section_links(view: SiteView) -> None:
 def overview_table(view: SiteView) -> None:
     """Runs per section: points, jobs, failures, and the range of CPU efficiency seen."""
     stats = view.stats
-    table = stats.groupby("section").agg(
-        points=("jobs_ok", "size"), jobs_ok=("jobs_ok", "sum"), jobs_failed=("jobs_failed", "sum"),
-        retries=("retries", "sum"),
-        eff_min=("cpu_efficiency_median", "min"), eff_max=("cpu_efficiency_median", "max"),
-    )  # fmt: skip
-    show.table(table.reset_index(), "Runs per section", percent=("eff_min", "eff_max"))
+    table = stats.groupby("section").agg(**{
+        "points": ("jobs_ok", "size"), "jobs ok": ("jobs_ok", "sum"),
+        "jobs failed": ("jobs_failed", "sum"), "retries": ("retries", "sum"),
+        "lowest CPU efficiency of a point (median)": ("cpu_efficiency_median", "min"),
+        "highest CPU efficiency of a point (median)": ("cpu_efficiency_median", "max"),
+    })  # fmt: skip
+    show.table(table.reset_index(), "Runs per section (each point's median CPU efficiency, its "
+               "interval on the section's page)", percent=tuple(table.columns[-2:]))  # fmt: skip
 
 
 def conditions_table(view: SiteView) -> None:

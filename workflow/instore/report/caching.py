@@ -1,0 +1,77 @@
+"""The caching section's figure and table: direct xrootd, stage-in and an XCache (cold and
+warm) across RTTs, for full and sparse reads; each point's median with its 95% interval."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from instore.report import intervals, show
+from instore.report.plots import interval_lines, panels
+from instore.report.sections import _has
+from instore.report.view import SiteView
+
+SECTION = "caching"
+
+
+def _caching_points(view: SiteView) -> pd.DataFrame:
+    """The caching section's point medians with the access method and read kind named."""
+    from instore.summary.recommend import access_method
+
+    pts = view.points(SECTION).dropna(subset=["rtt_ms"])
+    methods = [
+        access_method(p, c) for p, c in zip(pts["protocol"], pts["cache_state"], strict=True)
+    ]
+    reads = pts["branches"].map(lambda b: "full" if b == "all" else "sparse")
+    return pts.assign(method=methods, reads=reads)
+
+
+def caching(view: SiteView) -> None:
+    """CPU efficiency and wall time against RTT per access method, full and sparse reads; the
+    dotted lines mark where a warm XCache starts to beat direct reads."""
+    from instore.summary.recommend import EFFICIENCY_FLOOR, break_even_ms, caching_curves
+
+    if not _has(view, SECTION):
+        return
+    pts = _caching_points(view)
+    curves = caching_curves(view.stats)
+    fig, axes = panels(2)
+    rtts = sorted(pts["rtt_ms"].dropna().unique())
+    for ax, metric, label in ((axes[0], "cpu_efficiency", "CPU efficiency"),
+                              (axes[1], "wall_s", "wall time (s)")):  # fmt: skip
+        interval_lines(ax, pts, "rtt_ms", metric, "method", style="reads")
+        ax.set(xscale="log", xlabel="round-trip time (ms)", ylabel=label)
+        ax.set_xticks(rtts, [f"{r:g}" for r in rtts])  # the RTTs measured, not 2x10^1
+        ax.minorticks_off()
+        for reads, dash in (("full", ":"), ("sparse", "-.")):
+            rtt = break_even_ms(curves[curves["reads"] == reads], "XCache warm", "direct xrootd")
+            if rtt is not None:
+                ax.axvline(rtt, color="grey", linestyle=dash, linewidth=1,
+                           label=f"warm XCache beats direct ({reads})")  # fmt: skip
+    axes[0].axhline(EFFICIENCY_FLOOR, color="crimson", linestyle="--", linewidth=1)
+    axes[0].set(ylim=(0, 1.05))
+    handles, labels = axes[-1].get_legend_handles_labels()
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", ncol=4, bbox_to_anchor=(0.5, 0.0),
+               fontsize=8, frameon=False)  # below the panels: it covers no line # fmt: skip
+    show.figure(
+        fig,
+        "caching",
+        "CPU efficiency and wall time against RTT per access method (median per point; bars: "
+        f"95% interval); dashed red: the {EFFICIENCY_FLOOR:.0%} efficiency floor; grey: where a "
+        "warm XCache beats direct reads.",
+    )
+
+
+def caching_table(view: SiteView) -> None:
+    """Per point: the RTT asked and measured, and what crossed the link against what the
+    jobs read (a warm cache's point moves next to nothing)."""
+    if not _has(view, SECTION):
+        return
+    pts = _caching_points(view).sort_values(["reads", "method", "rtt_ms"])
+    cols = {"reads": "reads", "method": "method", "rtt_ms": "RTT (ms)",
+            "rtt_ms_measured_median": "RTT measured (ms, median)", "wall_s_median": "wall time (s)",
+            "cpu_efficiency_median": "CPU efficiency",
+            "bytes_read_median": "bytes read per job (median)",
+            "link_bytes_read_median": "bytes over the link (median)", "jobs_ok": "jobs"}  # fmt: skip
+    table = intervals.table(pts, cols, ("cpu_efficiency_median",))
+    show.table(table, "Access methods across RTTs (median per point, 95% interval)")
