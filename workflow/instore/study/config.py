@@ -22,6 +22,44 @@ DEFAULT_FILESET = "default"  # the profile's `files`: the study's own analysis-l
 DEFAULT_STUDY = CONFIG_DIR / "study.yaml"
 RUNTIME_ENV = "INSTORE_CONTAINER_RUNTIME"
 TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
+DEFAULT_TARGET = 0.05  # an adaptive rule's interval half-width, relative to the median
+
+
+@dataclass(frozen=True)
+class Repetitions:
+    """How often a point is measured: ``min`` times, then again while the interval of its
+    median is wider than ``target`` (its half-width over the median), up to ``max`` times; a
+    plain count N in the study file is min = max = N (instore.sweep.adaptive applies it)."""
+
+    min: int
+    max: int
+    target: float = DEFAULT_TARGET
+
+    @property
+    def adaptive(self) -> bool:
+        return self.max > self.min
+
+    def text(self) -> str:
+        """What records say in ``repetitions_rule``: ``fixed 2`` or ``2-5 to 5%``."""
+        if not self.adaptive:
+            return f"fixed {self.min}"
+        return f"{self.min}-{self.max} to {self.target * 100:g}%"
+
+
+def repetitions_from(value: int | Mapping[str, Any], path: Path, field_name: str) -> Repetitions:
+    """The rule a (schema-valid) ``repetitions:`` value says; a minimum above the cap is one
+    line naming the field."""
+    if isinstance(value, int):
+        return Repetitions(value, value)
+    rule = Repetitions(
+        int(value["min"]), int(value["max"]), float(value.get("target", DEFAULT_TARGET))
+    )
+    if rule.min > rule.max:
+        raise InstoreError(
+            f"{path}: field {field_name}: min {rule.min} is more than max {rule.max}",
+            f"give max at least min, e.g. {{min: {rule.min}, max: {rule.min + 3}, target: {rule.target:g}}}",
+        )
+    return rule
 
 
 @dataclass(frozen=True)
@@ -31,7 +69,7 @@ class FilesSpec:
     seed: int = 1
     cluster_mb: float = 8.0
     like: str | None = None  # a template: the set's schema is a real file's (filesets only)
-    repetitions: int | None = None  # None: the profile's
+    repetitions: Repetitions | None = None  # None: the section's or the profile's
     # Replicas as byte copies of replica 0: distinct files on the disk with the same offsets,
     # so many clients replaying one trace each read a file of their own (filesets only)
     identical: bool | None = None
@@ -59,13 +97,15 @@ class Study:
     tree: str
     sites: tuple[str, ...]
     files: FilesSpec
-    repetitions: int
+    repetitions: Repetitions
     timeout_s: float
     retries: int
     sections: Mapping[str, Mapping[str, list[Any]]] = field(default_factory=dict)
     backoff_s: float = 2.0  # first wait before a retry; doubles with each further attempt
     filesets: Mapping[str, FilesSpec] = field(default_factory=dict)
     traces: Mapping[str, TraceSpec] = field(default_factory=dict)
+    # a point whose first repetition's longest job took longer is measured once (None: none is)
+    expensive_s: float | None = None
 
     def trace(self, name: str) -> TraceSpec:
         try:
@@ -107,10 +147,21 @@ class Study:
         used.update(t.layout for t in self.traces.values() if t.fileset == fileset)
         return used
 
-    def repetitions_of(self, fileset: str | None, section: str | None = None) -> int:
+    def rule_of(self, fileset: str | None, section: str | None = None) -> Repetitions:
         """A file set's own repetitions, else its section's, else the profile's."""
         grid = self.sections.get(section, {}) if section else {}
-        return self.fileset(fileset).repetitions or grid.get("repetitions") or self.repetitions
+        own = self.fileset(fileset).repetitions
+        if own is not None:
+            return own
+        if grid.get("repetitions") is not None:
+            return repetitions_from(
+                grid["repetitions"], self.path, f"sections.{section}.repetitions"
+            )
+        return self.repetitions
+
+    def repetitions_of(self, fileset: str | None, section: str | None = None) -> int:
+        """The most repetitions a point may get: its rule's cap (a fixed count's count)."""
+        return self.rule_of(fileset, section).max
 
 
 def load_study(path: Path = DEFAULT_STUDY, overrides: Mapping[str, Any] | None = None) -> Study:
@@ -128,20 +179,35 @@ def load_study(path: Path = DEFAULT_STUDY, overrides: Mapping[str, Any] | None =
     prof = data["profiles"][name]
     _check_filesets(path, name, prof)
     _check_traces(path, name, prof)
+    at = f"profiles.{name}"
+    for section, grid in prof["sections"].items():  # checked here, read per point later
+        if grid.get("repetitions") is not None:
+            repetitions_from(grid["repetitions"], path, f"{at}.sections.{section}.repetitions")
     return Study(
         path=path,
         profile=name,
         tree=data.get("tree", "events"),
         sites=tuple(data.get("sites") or prof["sites"]),
         files=FilesSpec(**prof["files"]),
-        repetitions=prof.get("repetitions", 1),
+        repetitions=repetitions_from(prof.get("repetitions", 1), path, f"{at}.repetitions"),
         timeout_s=float(prof.get("timeout_s", 900)),
         retries=int(prof.get("retries", 2)),
         backoff_s=float(prof.get("backoff_s", 2.0)),
         sections=prof["sections"],
-        filesets={name: FilesSpec(**spec) for name, spec in prof.get("filesets", {}).items()},
+        filesets={
+            fs: _fileset(spec, path, f"{at}.filesets.{fs}")
+            for fs, spec in prof.get("filesets", {}).items()
+        },
         traces={name: TraceSpec(**spec) for name, spec in prof.get("traces", {}).items()},
+        expensive_s=prof.get("expensive_s"),
     )
+
+
+def _fileset(spec: Mapping[str, Any], path: Path, field_name: str) -> FilesSpec:
+    """A file set with its own repetitions read as a rule."""
+    reps = spec.get("repetitions")
+    rule = None if reps is None else repetitions_from(reps, path, f"{field_name}.repetitions")
+    return FilesSpec(**{**spec, "repetitions": rule})
 
 
 def _check_filesets(path: Path, profile: str, prof: Mapping[str, Any]) -> None:

@@ -144,7 +144,9 @@ def section_sites(study: Study, section: str) -> tuple[str, ...] | None:
 
 def expand(study: Study, section: str) -> list[Point]:
     """Every point of a section's grid, repetitions innermost-last, in a stable order; points
-    that differ only in knobs that do not apply to them are one point."""
+    that differ only in knobs that do not apply to them are one point. Repetitions run up to the
+    rule's cap: an adaptive rule (``Study.rule_of``) may stop before it, which the sweep decides
+    as it measures (instore.sweep.adaptive), so planning needs no measurement."""
     if section not in study.sections:
         return []  # a section the study leaves out has no points (not one default point)
     grid = {a: v for a, v in study.sections[section].items() if a not in NOT_AXES}

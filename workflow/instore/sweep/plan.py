@@ -1,11 +1,16 @@
 """What a sweep will measure, decided before anything starts: the points of its sections not
 yet measured, every reason a point is skipped (the study's, the site's, its dataset's, the
-engine's, the cluster's: all asked here), and the input files the rest need."""
+engine's, the cluster's: all asked here), and the input files the rest need. Repetitions are
+planned one at a time: the first a point still needs, from its records (instore.sweep.adaptive
+decides the rest as the sweep measures)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import pandas as pd
 
 from instore.errors import InstoreError
 from instore.generate.layouts import RNTUPLE_LAYOUTS
@@ -18,6 +23,7 @@ from instore.site.dataset import Dataset
 from instore.study import Point, Study, expand
 from instore.study.files import replica_name, traces_dir
 from instore.study.grid import FORMAT_SECTION, axis_value, section_sites
+from instore.sweep.adaptive import Series, run_of
 from instore.sweep.options import SweepOptions
 from instore.sweep.store import RecordStore
 
@@ -57,34 +63,64 @@ def tree_for(point: Point, study: Study, dataset: Dataset | None = None) -> str:
 
 @dataclass
 class Plan:
-    todo: list[tuple[Point, str]]  # (point, key) to measure
-    keys: set[str]  # every point of the study's sections: what the tables show
+    todo: list[tuple[Point, str]]  # (point, key) to measure: each point's next repetition
+    keys: set[str]  # every point of the study's sections, up to its cap: what the tables show
     files: list[Path]  # the input files the points to measure need
     dataset: Dataset | None = None  # the site's own files, read instead of the generated ones
     already: int = 0  # points measured before
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> points
+    series: dict[str, Series] = field(default_factory=dict)  # key -> its point's repetitions
+
+
+def _series(study: Study, points: list[Point], keys: list[str]) -> Iterator[Series]:
+    """A section's points grouped into their repetitions (expand puts them together)."""
+    start = 0
+    for i, point in enumerate(points):
+        last = i + 1 == len(points) or replace(points[i + 1], repetition=0) != replace(
+            point, repetition=0
+        )
+        if last:
+            rule = study.rule_of(point.fileset, point.section)
+            yield Series(rule, points[start : i + 1], keys[start : i + 1], study.expensive_s)
+            start = i + 1
+
+
+def _measured(table: pd.DataFrame) -> dict[str, list[dict]]:
+    """Each measured point's job records (its latest complete measurement)."""
+    if table.empty:
+        return {}
+    return {str(k): rows.to_dict("records") for k, rows in table.groupby("point_key")}
 
 
 def plan(opts: SweepOptions, site: SiteConfig) -> Plan:
     """What to measure, what is already measured, what is skipped and why, the files needed."""
     study, store = opts.study, RecordStore(opts.results, site.name)
-    done = set() if opts.force else store.done_keys()
+    measured = {} if opts.force else _measured(store.table())
     dataset = datasets.require(site, opts.results) if site.dataset else None
     result = Plan([], set(), [], dataset=dataset)
     needed: set[str] = set()
     for section in opts.sections:
-        for point in expand(study, section):
-            files = dataset.key() if dataset else study.fileset(point.fileset).key()
-            key = point.key(site.name, files)
-            result.keys.add(key)
+        points = expand(study, section)
+        files = [dataset.key() if dataset else study.fileset(p.fileset).key() for p in points]
+        keys = [p.key(site.name, f) for p, f in zip(points, files, strict=True)]
+        result.keys.update(keys)
+        for series in _series(study, points, keys):
+            for r, key in enumerate(series.keys):
+                if key in measured:
+                    series.runs[r] = run_of(measured[key], series.points[r].fixed_time_s > 0)
+            result.already += len(series.runs)
+            point = series.points[0]
             reason = skip_reason(study, point, site, dataset)
-            if key in done:
-                result.already += 1
-            elif reason:  # known before the site is brought up: a section may need no site
-                result.skipped[reason] = result.skipped.get(reason, 0) + 1
-            else:
-                result.todo.append((point, key))
-                needed.update(() if dataset else files_read(point, study))
+            nxt = series.next()
+            if nxt is None:
+                continue
+            if reason:  # known before the site is brought up: a section may need no site
+                due = max(series.rule.min - len(series.runs), 1)  # the repetitions still due
+                result.skipped[reason] = result.skipped.get(reason, 0) + due
+                continue
+            result.todo.append(nxt)
+            result.series.update(dict.fromkeys(series.keys, series))
+            needed.update(() if dataset else files_read(point, study))
     result.files = [opts.data / name for name in sorted(needed)]
     _require_traces(opts, {p.trace for p, _ in result.todo if p.trace is not None})
     missing = [p for p in result.files if not p.exists()]

@@ -2,7 +2,9 @@
 
 Points never overlap in time (a storage benchmark whose points run side by side measures
 itself). Before each point caches are dropped (page cache on the workers, the server side on
-emulated sites) and the emulated disk's block readahead is set.
+emulated sites) and the emulated disk's block readahead is set. A point's next repetition, if
+its rule asks for one (instore.sweep.adaptive), runs right after it; the machine itself is
+probed before, between and after the points (instore.sweep.noise).
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import dataclasses
 import logging
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from distributed import Client
@@ -25,8 +27,10 @@ from instore.site import LiveSite, SiteConfig, load_site, open_site
 from instore.site.dataset import Dataset
 from instore.site.usage import usage_between
 from instore.study import Point
+from instore.sweep.adaptive import Series
 from instore.sweep.cluster import cluster_client
 from instore.sweep.jobs import Job, access_for, in_container, job_argv, payload_engine, run_job
+from instore.sweep.noise import NoiseMonitor
 from instore.sweep.options import SweepOptions, SweepSummary
 from instore.sweep.plan import (
     Plan,
@@ -54,8 +58,13 @@ def run_site(opts: SweepOptions) -> SweepSummary:
     summary = SweepSummary(site.name, already=planned.already, skipped=dict(planned.skipped))
     todo = planned.todo
     store = RecordStore(opts.results, site.name)
+    noise = NoiseMonitor(opts.results, site.name) if todo else None
+    if noise is not None:
+        noise.start()  # before the site and the workers come up: the machine as it was
     for site_now, points in disk_variants(site, todo):
-        _sweep(opts, site_now, planned, points, store, summary)
+        _sweep(opts, site_now, planned, points, store, summary, noise)
+    if noise is not None:
+        noise.close()
     summary.tables = store.write_tables(opts.sections, planned.keys)
     return summary
 
@@ -89,6 +98,7 @@ def _sweep(
     todo: list[tuple[Point, str]],
     store: RecordStore,
     summary: SweepSummary,
+    noise: NoiseMonitor | None = None,
 ) -> None:
     """Bring the site and the workers up, start a warm payload on each worker, measure the
     points, and take it all down again; each step's time is logged."""
@@ -122,13 +132,14 @@ def _sweep(
                     opts=opts, live=live, client=client, workers=workers, target=target,
                     access=access, store=store, summary=summary, site=site_info(live),
                     startup=_container_startup(opts, target, access), align_s=0.0,
-                    dataset=dataset,
+                    dataset=dataset, series=planned.series, noise=noise,
                 )  # fmt: skip
                 align_s, launch_s = _warm_up(run, todo[0][0])
                 run = dataclasses.replace(run, align_s=align_s, launch_s=launch_s)
                 clock.lap("warm-up job done")
+                before = summary.measured
                 _measure(run, todo)
-                clock.lap(f"{len(todo)} point(s) measured")
+                clock.lap(f"{summary.measured - before} point(s) measured")
             finally:
                 if opts.launch == "fork":
                     _stop_warm(client, workers)
@@ -166,6 +177,8 @@ class SweepRun:
     align_s: float  # concurrent jobs start measuring this long after launch
     launch_s: float = 0.0  # one job's launch; a worker's warm payload forks its jobs in turn
     dataset: Dataset | None = None  # the site's own files, read instead of the generated ones
+    series: Mapping[str, Series] = field(default_factory=dict)  # key -> its point's repetitions
+    noise: NoiseMonitor | None = None  # the machine's probes, between points
 
 
 def site_info(live: LiveSite) -> SiteInfo:
@@ -221,16 +234,20 @@ def _container_startup(opts: SweepOptions, target: Target, access: Access) -> fl
 
 
 def _measure(run: SweepRun, todo: list[tuple[Point, str]]) -> None:
+    """The points in order; a point's next repetition, if its rule asks, right after it."""
     live, summary = run.live, run.summary
+    queue = list(todo)
     bar = tqdm(
-        todo,
+        total=len(queue),
         desc=live.config.name,
         unit="point",
         disable=not run.opts.progress,
         file=sys.stderr,
         dynamic_ncols=True,
     )
-    for point, key in bar:
+    while queue:
+        point, key = queue.pop(0)
+        bar.update(1)
         bar.set_postfix_str(f"{point.section}: {point.label()}"[:80])
         reason = cluster_skip_reason(point, len(run.workers))
         if reason:
@@ -240,12 +257,22 @@ def _measure(run: SweepRun, todo: list[tuple[Point, str]]) -> None:
         for line in repaired:
             log.warning("%s: before point %s: %s", live.config.name, point.label(), line)
         summary.repairs += repaired
+        noise = run.noise.between().fields() if run.noise is not None else {}
         rows = _run_point(run, point, key, "; ".join(repaired) or None)
+        series = run.series.get(key)
+        repeat = series.add(point.repetition, rows) if series is not None else {}
+        for r in rows:
+            r.update(repeat, **noise)
         run.store.append(rows)
+        again = series.next() if series is not None else None
+        if again is not None:
+            queue.insert(0, again)
+            bar.total += 1
         for note in {r["launch_note"] for r in rows if r.get("launch_note")}:
             log.warning("%s: point %s: %s", live.config.name, point.label(), note)
         summary.measured += 1
         summary.failed_points += any(r["status"] != "ok" for r in rows)
+    bar.close()
 
 
 def _warm_up(run: SweepRun, point: Point) -> tuple[float, float]:

@@ -47,26 +47,7 @@ class RecordStore:
 
     def append(self, records: Iterable[dict[str, Any]]) -> None:
         """Append one point's records in a single write, then fsync."""
-        data = "".join(json.dumps(r, default=str) + "\n" for r in records).encode()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.log, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                data = b"\n" + data  # a line torn by a crash or a full disk stays on its own
-            written = os.write(fd, data)
-            if written != len(data):
-                raise OSError(errno.ENOSPC, "short write")
-            os.fsync(fd)
-        except OSError as err:
-            if err.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise InstoreError(
-                    f"the results disk is full: the last point's records could not be written to {self.log}",
-                    f"free space under {self.dir} and rerun: measured points are kept, only missing ones run",
-                ) from err
-            raise
-        finally:
-            os.close(fd)
+        append_jsonl(self.log, records, "the last point's records")
 
     def table(self) -> pd.DataFrame:
         """One row per job of the latest complete measurement of every point."""
@@ -88,6 +69,31 @@ class RecordStore:
                 part.reset_index(drop=True), self.dir / f"{section}.parquet"
             )
         return written
+
+
+def append_jsonl(path: Path, records: Iterable[dict[str, Any]], what: str) -> None:
+    """Append JSON lines to a log in a single write, then fsync (a line torn by an earlier
+    crash stays on its own line); a full disk is one line naming ``what`` was lost."""
+    data = "".join(json.dumps(r, default=str) + "\n" for r in records).encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data  # a line torn by a crash or a full disk stays on its own
+        written = os.write(fd, data)
+        if written != len(data):
+            raise OSError(errno.ENOSPC, "short write")
+        os.fsync(fd)
+    except OSError as err:
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise InstoreError(
+                f"the results disk is full: {what} could not be written to {path}",
+                f"free space under {path.parent} and rerun: measured points are kept, only missing ones run",
+            ) from err
+        raise
+    finally:
+        os.close(fd)
 
 
 # The columns even an empty table has, so readers can select them without a special case.

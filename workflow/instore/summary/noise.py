@@ -1,0 +1,98 @@
+"""How much the machine drifted while a site's study was measured, for a page.
+
+The sweep probes the machine before, between and after its points (instore.sweep.noise, which
+documents the probes and the record columns ``noise_drift`` and ``noise_flagged``). This
+module reads them back: the largest drift of the sweeps that measured the study's points, and
+the points measured while the machine had drifted more than ``DRIFT_LIMIT`` from the start.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import NamedTuple
+
+import pandas as pd
+
+from instore.study.grid import KNOBS, Point
+from instore.summary.load import read_section, sections_present
+
+DRIFT_LIMIT = 0.05  # a point measured beyond this drift from the sweep's start is flagged
+NOISE_LOG = "noise.jsonl"  # results/<site>/: one probe per line
+FLAGGED_COLUMNS = ("section", "point", "repetition", "measured_at", "noise_drift")
+
+
+def read_probes(results: str | Path, site: str) -> pd.DataFrame:
+    """Every probe the site's sweeps took (a line torn by a crash is left out)."""
+    path = Path(results) / site / NOISE_LOG
+    lines = path.read_text().splitlines() if path.is_file() else []
+    probes = []
+    for line in lines:
+        try:
+            probes.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return pd.DataFrame.from_records(probes)
+
+
+def _label(row: pd.Series) -> str:
+    """The point's knobs as the sweep names it (``layout=unordered cache_mb=0``)."""
+    knobs = {k: (None if pd.isna(row[k]) else row[k]) for k in KNOBS if k in row.index}
+    return Point(section=str(row["section"]), **knobs).label()
+
+
+class DriftSummary(NamedTuple):
+    """The study's largest machine drift (a fraction; NaN: no probes) and its flagged points."""
+
+    max_drift: float
+    flagged: pd.DataFrame  # FLAGGED_COLUMNS, one row per flagged measurement of a point
+    probes: int  # probes taken by the sweeps behind the study's records
+
+    def text(self) -> str:
+        if math.isnan(self.max_drift):
+            return "No machine-noise probes were recorded for this site (records from before them)."
+        n = self.flagged["point"].nunique() if len(self.flagged) else 0
+        return (
+            f"The machine drifted at most {self.max_drift:.1%} from each sweep's start "
+            f"({self.probes} probe(s) of a fixed CPU loop and a 32 MB local read); "
+            f"{n} point(s) were measured while it had drifted more than {DRIFT_LIMIT:.0%}"
+            + (" (below)." if n else ".")
+        )
+
+    def _repr_html_(self) -> str:
+        table = ""
+        if len(self.flagged):
+            shown = self.flagged.assign(
+                noise_drift=self.flagged["noise_drift"].map("{:.1%}".format)
+            )
+            table = shown.to_html(index=False, border=0)
+        return f'<div class="instore-table"><p>{html.escape(self.text())}</p>{table}</div>'
+
+
+def drift_summary(results: str | Path, site: str) -> DriftSummary:
+    """The drift of the sweeps behind the site's section tables, and the flagged points."""
+    root = Path(results)
+    frames = [read_section(root, site, s) for s in sections_present(root, site)]
+    rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if "noise_drift" not in rows or rows["noise_drift"].isna().all():
+        return DriftSummary(math.nan, pd.DataFrame(columns=list(FLAGGED_COLUMNS)), 0)
+    probes = read_probes(root, site)
+    if len(probes):
+        probes = probes[probes["sweep"].isin(set(rows["noise_sweep"].dropna()))]
+    drifts = [*(probes["drift"] if len(probes) else []), *rows["noise_drift"]]
+    worst = max((float(d) for d in drifts if d is not None and not pd.isna(d)), default=math.nan)
+    flagged = rows[rows["noise_drift"] > DRIFT_LIMIT].drop_duplicates("point_key")
+    table = pd.DataFrame(
+        {
+            "section": flagged["section"],
+            "point": flagged.apply(_label, axis=1) if len(flagged) else [],
+            "repetition": flagged["repetition"],
+            "measured_at": flagged["measured_at"],
+            "noise_drift": flagged["noise_drift"],
+        },
+        columns=list(FLAGGED_COLUMNS),
+    )
+    table = table.sort_values("noise_drift", ascending=False).reset_index(drop=True)
+    return DriftSummary(worst, table, len(probes))
