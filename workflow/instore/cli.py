@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "container": "instore.container.command",
     "sweep": "instore.sweep.command",
     "summarize": "instore.summary.command",
+    "compare": "instore.summary.compare_cmd",
     "report": "instore.report.command",
     "lab": "instore.report.command",
     "site": "instore.site.command",

@@ -127,3 +127,33 @@ def trace_inputs(wildcards):
         if sites is None or wildcards.site in sites:
             names.update(grid.get("trace", []))
     return [f"{traces_dir(Path(DATA))}/{name}" for name in sorted(names)]
+
+
+# Reports (reports.smk). The study file's `baseline:` (a results directory of an earlier run;
+# "" when unset): each site's report then gets a before-and-after page
+# (notebooks/baseline.ipynb), linked from its overview.
+BASELINE = str(STUDY.baseline or "")
+
+
+def site_parameters(wildcards):
+    """The papermill parameters of a site's notebooks."""
+    return [
+        "-p", f"site={wildcards.site}", "-p", f"results={Path(RESULTS).resolve()}",
+        "-p", f"data={Path(DATA).resolve()}",
+    ]  # fmt: skip
+
+
+def baseline_page(wildcards):
+    """The site's before-and-after page, when the study names a baseline (else nothing)."""
+    return [f"{REPORTS}/{wildcards.site}/baseline.html"] if BASELINE else []
+
+
+def baseline_inputs(wildcards):
+    """The baseline's tables for the site (none where it has no results for the site: the page
+    says so); a baseline that is not a results directory stops the run with the fix."""
+    from instore.summary.results import site_files
+
+    try:
+        return [str(p) for p in site_files(Path(BASELINE), wildcards.site)]
+    except InstoreError as err:
+        raise WorkflowError(f"instore: {STUDY_FILE}: baseline: {err}")

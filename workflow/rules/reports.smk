@@ -36,10 +36,7 @@ rule execute_notebook:
     wildcard_constraints:
         name="|".join(SECTIONS),
     params:
-        parameters=lambda w: [
-            "-p", f"site={w.site}", "-p", f"results={Path(RESULTS).resolve()}",
-            "-p", f"data={Path(DATA).resolve()}",
-        ],  # fmt: skip
+        parameters=site_parameters,
     conda:
         "../../envs/conda.yaml"
     shell:
@@ -53,13 +50,33 @@ use rule execute_notebook as execute_overview with:
         summary=f"{RESULTS}/{{site}}/summary.parquet",
         recommendations=f"{RESULTS}/{{site}}/recommendations.json",
         # its links must not dangle
-        pages=lambda w: expand(f"{REPORTS}/{w.site}/{{s}}.html", s=SECTIONS_RUN),
+        pages=lambda w: expand(f"{REPORTS}/{w.site}/{{s}}.html", s=SECTIONS_RUN) + baseline_page(w),
     output:
         f"{REPORTS}/{{site}}/overview.ipynb",
     log:
         f"{LOGS}/{{site}}/notebook-overview.log",
     wildcard_constraints:
         site="[^/]+",
+    params:
+        parameters=lambda w: [*site_parameters(w), "-p", f"baseline={BASELINE}"],
+
+
+use rule execute_notebook as execute_baseline with:
+    input:
+        notebook=str(NOTEBOOKS / "baseline.ipynb"),
+        summary=f"{RESULTS}/{{site}}/summary.parquet",
+        baseline=baseline_inputs,
+    output:
+        f"{REPORTS}/{{site}}/baseline.ipynb",
+    log:
+        f"{LOGS}/{{site}}/notebook-baseline.log",
+    wildcard_constraints:
+        site="[^/]+",
+    params:
+        parameters=lambda w: [
+            "-p", f"site={w.site}", "-p", f"results={Path(RESULTS).resolve()}",
+            "-p", f"baseline={Path(BASELINE).resolve()}",
+        ],  # fmt: skip
 
 
 rule render_page:
@@ -76,6 +93,17 @@ rule render_page:
     shell:
         "instore report render {input:q} --out {output:q}"
         " > {log} 2>&1 || {{ tail -n 1 {log} >&2; false; }}"
+
+
+use rule render_page as render_baseline with:
+    input:
+        f"{REPORTS}/{{site}}/baseline.ipynb",
+    output:
+        f"{REPORTS}/{{site}}/baseline.html",
+    log:
+        f"{LOGS}/{{site}}/render-baseline.log",
+    wildcard_constraints:
+        site="[^/]+",
 
 
 use rule render_page as render_site_index with:

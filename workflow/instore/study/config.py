@@ -104,6 +104,7 @@ class Study:
     backoff_s: float = 2.0  # first wait before a retry; doubles with each further attempt
     filesets: Mapping[str, FilesSpec] = field(default_factory=dict)
     traces: Mapping[str, TraceSpec] = field(default_factory=dict)
+    baseline: Path | None = None  # an earlier run's results: reports compare with it
     # a point whose first repetition's longest job took longer is measured once (None: none is)
     expensive_s: float | None = None
 
@@ -200,6 +201,7 @@ def load_study(path: Path = DEFAULT_STUDY, overrides: Mapping[str, Any] | None =
         },
         traces={name: TraceSpec(**spec) for name, spec in prof.get("traces", {}).items()},
         expensive_s=prof.get("expensive_s"),
+        baseline=Path(data["baseline"]) if data.get("baseline") else None,
     )
 
 

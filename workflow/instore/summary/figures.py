@@ -41,6 +41,9 @@ FIGURES: dict[str, tuple[str, str]] = {
     "compare": ("compare", "fig-compare"),
     "replay_compare": ("compare", "fig-compare-replay"),
     "load_compare": ("compare", "fig-compare-load"),
+    "baseline": ("baseline", "fig-baseline"),
+    "baseline_table": ("baseline", "fig-baseline-table"),
+    "baseline_only": ("baseline", "fig-baseline-only"),
 }
 
 
