@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # Rules and notebooks call `instore` and `python`: the venv comes first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup system venv test test-unit study lab lint bench lock clean-results
+.PHONY: help setup system venv test test-unit study lab lint docs bench lock clean-results
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -42,8 +42,13 @@ study: setup  ## set up, then run the whole default study (PROFILE=quick; CONFIG
 lab: venv  ## JupyterLab on the results, bound to localhost
 	$(BIN)/instore lab
 
-lint: venv  ## ruff
+lint: venv  ## ruff, and the docs built with mkdocs --strict (into build/docs)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+docs: venv  ## regenerate the generated docs pages (reference from the schemas and parsers, results from bench/*.json)
+	$(BIN)/python docs/gen/reference.py docs
+	$(BIN)/python docs/gen/results.py docs
 
 bench: setup  ## payload overhead and job-launch benchmarks; writes bench/results.json, bench/launch_results.json
 	$(BIN)/python bench/payload_overhead.py
