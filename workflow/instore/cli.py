@@ -30,6 +30,9 @@ COMMANDS: dict[str, str] = {
     "replay": "instore.replay.command",
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
+# docs/gen/reference.py writes this page from these parsers, a section per command headed by
+# its name ("instore site up" -> #instore-site-up); every --help ends naming its section.
+COMMANDS_PAGE = "docs/commands.md"
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -38,13 +41,25 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="instore",
         description="Generate ROOT test files, emulate or probe a storage site, and measure "
         "how analysis jobs read from it.",
+        epilog=f"Documentation: docs/index.md; every command: {COMMANDS_PAGE}",
     )
     parser.add_argument("--version", action="version", version=f"instore {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     modules = [COMMANDS[command]] if command in COMMANDS else COMMAND_MODULES
     for name in modules:
         importlib.import_module(name).register(subparsers)
+    _name_doc_sections(parser)
     return parser
+
+
+def _name_doc_sections(parser: argparse.ArgumentParser) -> None:
+    """End every subcommand's --help (nested ones too) with its section of the commands page."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                link = f"Documentation: {COMMANDS_PAGE}#{sub.prog.replace(' ', '-')}"
+                sub.epilog = f"{sub.epilog}\n\n{link}" if sub.epilog else link
+                _name_doc_sections(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

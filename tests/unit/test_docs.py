@@ -1,0 +1,104 @@
+"""The documentation agrees with the code: generated pages are current, every command's --help
+names its section of the commands page, and the README stays a short entry point."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from instore.cli import COMMANDS, build_parser
+from markdown.extensions.toc import slugify
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = REPO / "docs"
+GENERATORS = ("docs/gen/reference.py", "docs/gen/results.py")
+LINK = re.compile(r"Documentation: docs/commands\.md#([a-z0-9-]+)")
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The generated pages written afresh, as `make docs` writes them (in their own processes:
+    the commands page fixes $COLUMNS, which must not leak into this one)."""
+    out = tmp_path_factory.mktemp("docs")
+    for script in GENERATORS:
+        subprocess.run([sys.executable, str(REPO / script), str(out)], check=True, cwd=REPO,
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize("page", ["study-file.md", "site-file.md", "commands.md", "results.md"])
+def test_generated_page_is_current(regenerated: Path, page: str) -> None:
+    fresh = (regenerated / page).read_text()
+    committed = (DOCS / page).read_text() if (DOCS / page).is_file() else ""
+    assert committed == fresh, (
+        f"docs/{page} is stale: it differs from what docs/gen writes from the schemas, the "
+        "parsers and bench/*.json -- run `make docs` and commit the page"
+    )
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                out += [sub, *_subcommands(sub)]
+    return out
+
+
+def _headings() -> set[str]:
+    text = (DOCS / "commands.md").read_text()
+    return {slugify(m, "-") for m in re.findall(r"^#{2,4} (.+)$", text, re.MULTILINE)}
+
+
+def test_every_command_help_names_its_section_of_the_commands_page() -> None:
+    anchors = _headings()
+    subs = _subcommands(build_parser())
+    assert len(subs) >= len(COMMANDS)
+    for sub in subs:
+        found = LINK.findall(sub.format_help())
+        assert found, f"`{sub.prog} --help` names no documentation page"
+        assert found == [slugify(sub.prog, "-")], sub.prog
+        assert found[0] in anchors, f"docs/commands.md has no section #{found[0]}"
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_the_link_is_there_when_only_that_command_is_loaded(command: str) -> None:
+    # `instore X` builds the parser of X alone (start-up time): the link must not depend on
+    # the other modules being registered.
+    parser = build_parser(command)
+    sub = next(s for s in _subcommands(parser) if s.prog == f"instore {command}")
+    assert LINK.search(sub.format_help()), command
+
+
+def test_help_from_the_command_line_names_the_page() -> None:
+    run = subprocess.run([sys.executable, "-m", "instore.cli", "site", "preflight", "--help"],
+                         capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
+    assert "Documentation: docs/commands.md#instore-site-preflight" in run.stdout
+
+
+def test_readme_is_a_short_entry_point() -> None:
+    text = (REPO / "README.md").read_text()
+    assert len(text.splitlines()) <= 250
+    # CI greps these two lines, verbatim
+    assert (
+        "    make study    # set up on a fresh machine, then run the whole default study\n" in text
+    )
+    assert (
+        "    make test     # set up on a fresh machine, then run every test (unit, integration, "
+        "e2e)\n" in text
+    )
+    assert not re.search(r"\b20\d\d-\d\d-\d\d\b", text), "the README carries no dated measurement"
+    assert "docs/own-site.md" in text and "reports/<site>/index.html" in text
+    image = REPO / "docs" / "img" / "report-index.png"
+    assert "docs/img/report-index.png" in text and image.stat().st_size < 200_000
+
+
+def test_the_docs_index_links_to_measuring_your_own_site() -> None:
+    index = (DOCS / "index.md").read_text()
+    assert "](own-site.md)" in index
+    nav = (REPO / "mkdocs.yml").read_text()
+    assert "own-site.md" in nav
