@@ -25,6 +25,9 @@ class XRootDBackend:
         self.size = int(info.size)
 
     def read_ranges(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        # The XRootD binding takes Python ints only; uproot hands on NumPy ones where it reads
+        # a basket's key (byte-sized steps: instore.uproot_xrootd says more)
+        ranges = [(int(a), int(b)) for a, b in ranges]
         small = [(a, b - a) for a, b in ranges if b - a <= MAX_VECTOR_ELEMENT]
         if len(small) == len(ranges) and 1 < len(ranges) <= MAX_VECTOR_ELEMENTS:
             status, info = self._file.vector_read(chunks=small, timeout=self._timeout)
