@@ -1,11 +1,15 @@
-"""The closed-loop replayer: each recorded request is issued when the previous one has
-completed plus the recorded think time, through the payload's own sources (``os.pread`` for
-paths, the XRootD client's read and vector read for root://, multi-range GETs for http), so
-the replay's wall time is the recorded job's wall time on that storage.
+"""The closed-loop replayer: each recorded request is issued when the previous one of its
+stream has completed plus the recorded think time, through the payload's own sources
+(``os.pread`` for paths, the XRootD client's read and vector read for root://, multi-range GETs
+for http), so the replay's wall time is the recorded job's wall time on that storage.
 
-Requests the client had in flight together are issued one after another (their overlap is
-counted in the record). A Stat is answered from the open's stat: every source stats a file
-once when it opens it, as XrdCl's cached ``Stat(force=false)`` in the recording does.
+A multi-threaded job's streams (``streams``: told apart by the recorder's file objects and
+their timestamps) are replayed side by side, so what overlapped in the job overlaps in the
+replay (``passes``); ``serialise`` issues every request after the previous one instead, as the
+replay did before it knew streams. Requests in flight together on one file object are issued
+one after another (the record counts them and says why). A Stat is answered from the open's
+stat: every source stats a file once when it opens it, as XrdCl's cached
+``Stat(force=false)`` in the recording does.
 
 HEPiX's fixed-time mode replays the trace again and again, each pass opening the files anew as
 the job did, until the time is up, then stops where it is: the record counts the passes, the
@@ -15,7 +19,6 @@ the events they stand for.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
 import gc
@@ -25,15 +28,16 @@ import resource
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
-from typing import Any
 from urllib.parse import urlsplit
 
 from instore.errors import InstoreError
 from instore.payload.runner import CGROUP_ENV, join_site_cgroup, wait_until
 from instore.record import Provenance, size_histogram, utc_now
+from instore.replay.passes import Replay
 from instore.replay.result import ReplayRecord, percentile
+from instore.replay.streams import plan
 from instore.replay.targets import Targets
-from instore.replay.trace import READ_OPS, Request, ThinkTimes, Trace
+from instore.replay.trace import ThinkTimes, Trace
 from instore.urls import XROOTD_SCHEMES
 
 MISSING_FIX = "put the files there (`instore site upload SITE`), or fix --url-map"
@@ -87,103 +91,6 @@ def check_targets(trace: Trace, targets: Targets, timeout: float) -> None:
                 "under the recorded name",
                 MISSING_FIX,
             )
-
-
-class _Replay:
-    """The state of one replay: open sources, the sleep debt and the tallies."""
-
-    def __init__(self, trace: Trace, targets: Targets, timeout: float) -> None:
-        self.trace, self.targets, self.timeout = trace, targets, timeout
-        self.backends: dict[int, Any] = {}
-        self.debt = 0.0
-        self.overshoot = 0.0
-        self.think_s = 0.0
-        self.open_s = 0.0
-        self.latencies: list[float] = []
-        self.sizes: list[int] = []
-        self.bytes_read = 0
-        self.vector_reads = 0
-        self.stats = 0
-        self.done = 0
-        self.progress = trace.progress()
-        self.at = 0  # the request in hand (the one that failed, if one did)
-        self.passes = 0  # complete passes
-        self.partial = 0.0  # the share of a pass's data bytes the pass in hand has read
-
-    def pause(self, seconds: float) -> None:
-        """Sleep the think time; an oversleep is taken off the next pause, so the total think
-        time stays right whatever the timer's slack."""
-        self.think_s += seconds
-        want = seconds - self.debt
-        if want <= 0:
-            self.debt = -want
-            return
-        t0 = time.perf_counter()
-        time.sleep(want)
-        self.debt = time.perf_counter() - t0 - want
-        self.overshoot += self.debt
-        self.debt = max(0.0, self.debt)
-
-    def think_until(self, seconds: float, deadline: float | None) -> bool:
-        """Pause ``seconds``, but not past ``deadline`` (perf_counter; None: no deadline);
-        False when the deadline came first."""
-        if deadline is None:
-            self.pause(seconds)
-            return True
-        left = deadline - time.perf_counter()
-        self.pause(max(0.0, min(seconds, left)))
-        return seconds < left
-
-    def one_pass(self, think: ThinkTimes, deadline: float | None) -> bool:
-        """The trace once: lead-in, each request after its think time, tail; False when the
-        deadline cut it short (no request is issued after it)."""
-        self.partial = 0.0
-        if not self.think_until(think.lead_s, deadline):
-            return False
-        for i, r in enumerate(self.trace.requests):
-            self.at = i
-            if not self.think_until(think.before[i], deadline):
-                return False
-            self.issue(r)
-            self.partial = self.progress[i]
-        if not self.think_until(think.tail_s, deadline):
-            return False
-        self.close_all()  # what the job left open closed at its end; the next pass opens anew
-        self.passes, self.partial = self.passes + 1, 0.0
-        return True
-
-    def url(self, file: int) -> str:
-        """Where the trace's ``file`` is for the pass in hand."""
-        return self.targets.for_pass(self.passes)[file]
-
-    def issue(self, r: Request) -> None:
-        from instore.payload.source.base import open_backend
-
-        if r.op == "Open":
-            t0 = time.perf_counter()
-            self.backends[r.handle] = open_backend(self.url(r.file), self.timeout)
-            self.open_s += time.perf_counter() - t0
-        elif r.op == "Close":
-            self.backends.pop(r.handle).close()
-        elif r.op == "Stat":
-            self.stats += 1
-        elif r.op in READ_OPS:
-            backend = self.backends[r.handle]
-            ranges = [(a, min(a + n, backend.size)) for a, n in r.chunks if a < backend.size]
-            t0 = time.perf_counter()
-            data = backend.read_ranges(ranges) if ranges else []
-            self.latencies.append(time.perf_counter() - t0)
-            self.sizes.extend(len(d) for d in data)
-            self.bytes_read += sum(len(d) for d in data)
-            self.vector_reads += r.op == "VectorRead"
-        self.done += 1
-
-    def close_all(self) -> None:
-        for backend in self.backends.values():
-            # closing after a failure: the failure is what is recorded
-            with contextlib.suppress(Exception):
-                backend.close()
-        self.backends.clear()
 
 
 def _join_site_cgroup(targets: Targets) -> None:
@@ -242,7 +149,7 @@ def _own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _passes(state: _Replay, think: ThinkTimes, deadline: float | None) -> None:
+def _passes(state: Replay, think: ThinkTimes, deadline: float | None) -> None:
     """One pass; in fixed-time mode (a deadline) pass after pass until the deadline."""
     while state.one_pass(think, deadline):
         if deadline is None or time.perf_counter() >= deadline:
@@ -256,11 +163,13 @@ def replay(
     start_at: float | None = None,
     check: bool = True,
     fixed_time_s: float = 0.0,
+    serialise: bool = False,
 ) -> ReplayRecord:
     """Replay ``trace`` closed-loop against ``targets``; the record says what it measured,
     and, when a request failed, which one and why. ``start_at`` (Unix time): start the clock
     then, with the other replays of a point, once this one is ready. ``fixed_time_s`` > 0:
-    HEPiX's method, replay it again and again for that long."""
+    HEPiX's method, replay it again and again for that long. ``serialise``: one request after
+    another, its streams not side by side."""
     if fixed_time_s < 0:
         raise InstoreError(
             "fixed time is negative", "give --fixed-time 0 (replay once) or more seconds"
@@ -273,7 +182,9 @@ def replay(
     ready_at = time.time()
     lateness = wait_until(start_at)
     think = trace.think()
-    state = _Replay(trace, targets, timeout)
+    found = plan(trace.requests, think)
+    how = plan(trace.requests, think, serialise=True) if serialise else found
+    state = Replay(trace, targets, timeout, how)
     freeze_long_lived()
     error: str | None = None
     start_time = utc_now()
@@ -325,6 +236,12 @@ def replay(
         requests_total=len(trace.requests),
         requests_done=state.done,
         overlapping_requests=think.overlapping,
+        streams=len(how.streams),
+        streams_in_trace=len(found.streams),
+        overlapping_side_by_side=how.side_by_side,
+        overlapping_serialised=how.serialised,
+        serialise_reason=how.serialise_reason,
+        overlapping_replayed=state.overlapping_replayed(),
         skipped_recorded=dict(trace.skipped),
         recorded=recorded,
         predicted_wall_s=wall / passes if ran else None,

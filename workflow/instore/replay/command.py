@@ -54,10 +54,13 @@ def register(subparsers: Any) -> None:
     rep = subparsers.add_parser(
         "replay",
         help="replay a trace closed-loop on a storage; predict the job's CPU efficiency there",
-        description="Replay a trace's requests closed-loop (each when the previous one has "
-        "completed plus the recorded think time) through instore's sources, and print a run "
-        "record: wall, bytes, read calls, vector reads, read latencies, and the recorded "
-        "job's predicted CPU efficiency on that storage (recorded CPU time / replay wall).",
+        description="Replay a trace's requests closed-loop (each when the previous one of its "
+        "stream has completed plus the recorded think time) through instore's sources, and print "
+        "a run record: wall, bytes, read calls, vector reads, read latencies, and the recorded "
+        "job's predicted CPU efficiency on that storage (recorded CPU time / replay wall). A "
+        "multi-threaded job's streams (its threads' files, told apart by the recorder's file "
+        "objects and their timestamps) are replayed side by side, so what overlapped in the job "
+        "overlaps in the replay; the record says how many streams and overlapping requests.",
     )
     rep.add_argument("trace", type=Path, help="a trace directory (or a recorder CSV)")
     where = rep.add_mutually_exclusive_group(required=True)
@@ -80,6 +83,10 @@ def register(subparsers: Any) -> None:
                      help="with --fixed-time, a one-file trace: the file a later pass reads "
                      "instead (repeat; pass 2 reads the first, cycling), so no pass re-reads "
                      "what the page cache kept from the one before")  # fmt: skip
+    rep.add_argument("--serialise", action="store_true",
+                     help="issue every request after the previous one has completed, the "
+                     "trace's streams one after another instead of side by side (what a replay "
+                     "that ignores the job's threads predicts)")  # fmt: skip
     rep.add_argument("--xrdreplay", action="store_true",
                      help="also run Debian's xrdreplay (open loop, root:// only) and record it")  # fmt: skip
     rep.add_argument("--out", type=Path, default=None, help="also write the record (JSON) here")
@@ -169,7 +176,9 @@ def _replay(args: argparse.Namespace) -> int:
 
         xrdreplay_binary(targets)
     record = replay(trace, targets, args.timeout, args.start_at, check=not args.no_check,
-                    fixed_time_s=args.fixed_time)  # fmt: skip
+                    fixed_time_s=args.fixed_time, serialise=args.serialise)  # fmt: skip
+    if record.serialise_reason and not args.serialise:  # streams not told apart: one line
+        print(f"instore replay: {args.trace}: {record.serialise_reason}", file=sys.stderr)
     if args.xrdreplay and record.error is None:
         from instore.replay.xrdreplay import run_xrdreplay
 
@@ -190,8 +199,11 @@ def _replay(args: argparse.Namespace) -> int:
         )
     rate = record.events_per_s or 0.0
     events = "" if record.events is None else f", {record.events:.0f} events ({rate:.1f}/s)"
+    streams = (
+        "one after another" if record.streams == 1 else f"{record.streams} streams side by side"
+    )
     print(
-        f"instore replay: {requests}, "
+        f"instore replay: {requests} ({streams}), "
         f"{record.bytes_read} bytes in {record.read_calls} reads ({record.vector_reads} vector), "
         f"wall {record.wall_s:.3f} s (recorded {record.recorded.get('wall_s') or 0:.3f} s), "
         f"predicted CPU efficiency {'n/a' if eff is None else f'{eff:.1%}'}{events}"

@@ -51,7 +51,7 @@ class ReplayRecord:
     stats_from_open: int  # Stats answered from the open's stat (the sources stat once at open)
     requests_total: int
     requests_done: int
-    overlapping_requests: int  # recorded while another was in flight; replayed one by one
+    overlapping_requests: int  # recorded while another was in flight
     skipped_recorded: dict[str, int]  # recorded but not replayed (writes, failed requests)
     recorded: dict[str, Any]  # the recording's own figures (Trace.summary)
     predicted_wall_s: float | None  # the replay's wall per pass, when it completed
@@ -73,6 +73,15 @@ class ReplayRecord:
     events: float | None = None  # the recorded job's events x passes; None: the trace has none
     events_per_s: float | None = None  # events / wall
     pass_urls: list[str] = field(default_factory=list)  # fixed-time: later passes' files
+    # Streams (instore.replay.streams): how many were replayed side by side (1: every request
+    # after the previous one), how many the trace holds, and of its overlapping requests those
+    # replayed beside the ones in flight and those replayed after them, with why
+    streams: int = 1
+    streams_in_trace: int = 1
+    overlapping_side_by_side: int = 0
+    overlapping_serialised: int = 0
+    serialise_reason: str | None = None
+    overlapping_replayed: int | None = None  # measured: sent while another was in flight
     provenance: dict[str, Any] = field(default_factory=dict)
     record_version: int = REPLAY_RECORD_VERSION
     kind: str = "replay"

@@ -1,0 +1,188 @@
+"""Streams: the parts of a trace that a job issued one after another, told apart so that a
+replay issues them side by side, as the job's threads did.
+
+What tells them apart. XrdClRecorder records no thread: each line carries its XrdCl::File
+object's address (the object id), and the parser numbers each Open of one as a ``handle`` (an
+address reused after a Close is a new handle). A job reading with several threads opens the
+file once per thread or task: RDataFrame with ``EnableImplicitMT(2)`` over root:// (checked
+here 2026-11-26, ROOT 6.40, an 8 MB NanoAOD-like file in 2 MB clusters) opened it 6 times: once
+to read the tree's metadata, once for the data frame (open until the job's end), once more on
+the main thread, then once per task, the two threads' tasks open together, their requests in
+flight at the same moments, each task's requests under its own object id.
+
+An object id is not a thread, though: that job's main thread held two files open at once, as
+a single-threaded job reading friends or a chain does. So the timestamps decide first: a trace
+in which no two file objects ever had requests in flight at the same moment (one issued before
+the other's response came) is one stream, replayed exactly as before. Otherwise the handles
+are grouped by their lifetime (open to close): a handle joins the stream whose last handle
+closed most recently before it opened (as a thread takes its next task), or starts a stream.
+
+Within a stream each request waits for the stream's earlier ones (closed loop) plus its think
+time. Across streams a request also waits for what it followed in the job: a stream's first
+request for the latest response before it (tasks start after the main thread's reads and its
+JIT), any request for the last request of every stream that had ended before it (the job's
+final Close comes after its tasks). Its think time counts from the latest of those responses.
+
+What cannot be told apart: requests in flight together on one file object (threads sharing one
+open file, or a client's own read-ahead): nothing in the recording separates them, so they are
+replayed one after another, as ``--serialise`` replays the whole trace, and the record says so.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from instore.replay.trace import Request, ThinkTimes
+
+SERIALISE = "--serialise: every request after the previous one has completed"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a replay issues a trace's requests (indices into Trace.requests, sorted by start)."""
+
+    streams: tuple[tuple[int, ...], ...]  # each stream's requests, in the order it issues them
+    before: tuple[float, ...]  # think time before each request, after what it waits for
+    waits: tuple[tuple[int, ...], ...]  # requests of other streams each one waits for first
+    overlapping: int  # requests recorded while another was in flight
+    side_by_side: int  # of those, replayed beside the ones in flight (in other streams)
+    serialised: int  # of those, replayed after the ones in flight (same stream)
+    serialise_reason: str | None  # why requests that overlapped are replayed one by one
+
+    @property
+    def waited_on(self) -> frozenset[int]:
+        """The requests some other stream waits for (only those need announcing)."""
+        return frozenset(i for w in self.waits for i in w)
+
+
+class _Top2:
+    """The two latest response times over distinct keys (each key's time only grows): the
+    latest of any key other than a given one, in constant time."""
+
+    def __init__(self) -> None:
+        self.best: tuple[float, int | None] = (float("-inf"), None)
+        self.second = float("-inf")
+        self.of: dict[int, float] = {}
+
+    def update(self, key: int, end: float) -> None:
+        end = max(end, self.of.get(key, end))
+        self.of[key] = end
+        if key == self.best[1]:
+            self.best = (end, key)
+        elif end > self.best[0]:
+            self.second, self.best = self.best[0], (end, key)
+        elif end > self.second:
+            self.second = end
+
+    def other_than(self, key: int) -> float:
+        return self.second if self.best[1] == key else self.best[0]
+
+
+def concurrent_objects(requests: Sequence[Request]) -> bool:
+    """Were requests of two file objects ever in flight at the same moment?"""
+    ends = _Top2()
+    for r in requests:
+        if ends.other_than(r.handle) > r.start:
+            return True
+        ends.update(r.handle, r.end)
+    return False
+
+
+def group_handles(requests: Sequence[Request]) -> dict[int, int]:
+    """handle -> stream: each handle, in order of opening, joins the stream whose last handle
+    closed latest before it opened, or starts one (interval partitioning by lifetime)."""
+    span: dict[int, list[float]] = {}
+    for r in requests:
+        life = span.setdefault(r.handle, [r.start, r.end])
+        life[1] = max(life[1], r.end)
+    stream_of: dict[int, int] = {}
+    free_at: list[float] = []  # each stream's last handle's end
+    for handle, (start, end) in sorted(span.items(), key=lambda kv: kv[1][0]):
+        free = [(t, k) for k, t in enumerate(free_at) if t <= start]
+        k = max(free)[1] if free else len(free_at)
+        if k == len(free_at):
+            free_at.append(end)
+        free_at[k] = end
+        stream_of[handle] = k
+    return stream_of
+
+
+def _overlaps(requests: Sequence[Request], key: Sequence[int]) -> tuple[int, int]:
+    """Requests issued while one of the same key (stream, or file object) was in flight, and
+    those issued while only other keys' were."""
+    ends = _Top2()
+    same = other = 0
+    for r, k in zip(requests, key, strict=True):
+        if ends.of.get(k, float("-inf")) > r.start:
+            same += 1
+        elif ends.other_than(k) > r.start:
+            other += 1
+        ends.update(k, r.end)
+    return same, other
+
+
+def _cannot_tell_apart(requests: Sequence[Request]) -> str | None:
+    """The one-line cause and fix when requests were in flight together on one file object."""
+    same, _ = _overlaps(requests, [r.handle for r in requests])
+    if not same:
+        return None
+    return (
+        f"{same} of {len(requests)} requests were issued while another on the same file object "
+        "was in flight, and the recorder writes no thread, so they cannot be told apart into "
+        "streams: they are replayed one after another, which can overpredict the wall -- record "
+        "the job with a file opened per thread (RDataFrame's EnableImplicitMT does) to replay "
+        "them side by side"
+    )
+
+
+def serial_plan(requests: Sequence[Request], think: ThinkTimes, reason: str | None) -> Plan:
+    """Every request after the previous one has completed, with the trace's think times."""
+    return Plan((tuple(range(len(requests))),), think.before, ((),) * len(requests),
+                think.overlapping, 0, think.overlapping, reason)  # fmt: skip
+
+
+def stream_plan(requests: Sequence[Request], think: ThinkTimes) -> Plan:
+    """The trace's streams side by side (one stream: exactly the serial plan)."""
+    cause = _cannot_tell_apart(requests)
+    if not concurrent_objects(requests):
+        return serial_plan(requests, think, cause)
+    stream_of = group_handles(requests)
+    key = [stream_of[r.handle] for r in requests]
+    n = max(key) + 1
+    streams: list[list[int]] = [[] for _ in range(n)]
+    for i, k in enumerate(key):
+        streams[k].append(i)
+    last = {k: s[-1] for k, s in enumerate(streams)}
+    ended = {k: max(requests[i].end for i in s) for k, s in enumerate(streams)}
+    by_end = sorted(range(len(requests)), key=lambda i: requests[i].end)
+    before: list[float] = []
+    waits: list[tuple[int, ...]] = []
+    own_end: dict[int, float] = {}
+    joined: dict[int, set[int]] = defaultdict(set)
+    latest = -1  # the request whose response came latest, among those before this one's issue
+    pos = 0
+    first_start = requests[0].start if requests else 0.0
+    for r, k in zip(requests, key, strict=True):
+        # strictly before its issue: every wait points to an earlier start, so none can cycle
+        while pos < len(by_end) and requests[by_end[pos]].end < r.start:
+            latest, pos = by_end[pos], pos + 1
+        deps = {last[s] for s in range(n) if s != k and s not in joined[k] and ended[s] < r.start}
+        joined[k].update(key[d] for d in deps)
+        if k not in own_end and latest >= 0 and key[latest] != k:
+            deps.add(latest)
+        after = [requests[d].end for d in deps]
+        if k in own_end:
+            after.append(own_end[k])
+        before.append(max(0.0, r.start - (max(after) if after else first_start)))
+        waits.append(tuple(sorted(deps)))
+        own_end[k] = max(own_end.get(k, r.end), r.end)
+    serialised, side_by_side = _overlaps(requests, key)
+    return Plan(tuple(tuple(s) for s in streams), tuple(before), tuple(waits),
+                think.overlapping, side_by_side, serialised, cause if serialised else None)  # fmt: skip
+
+
+def plan(requests: Sequence[Request], think: ThinkTimes, serialise: bool = False) -> Plan:
+    """The replay's plan: the streams side by side, or (``serialise``) one after another."""
+    return serial_plan(requests, think, SERIALISE) if serialise else stream_plan(requests, think)
