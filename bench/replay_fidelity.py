@@ -13,6 +13,16 @@ alternating, ``--runs`` times.
 Reported: the medians and the predicted / real ratio (target: within 15%). With ``--xcache`` on a site that has one, the
 replay and the real run also go through its XCache, warmed by a first read.
 
+Multi-threaded rows (issue 32): the RDataFrame analysis with ``--threads 2`` (``EnableImplicitMT(2)``),
+recorded the same way (``agc-rdf-mt2``); its replay issues the streams of its threads side by
+side, and beside it the same trace replayed ``--serialise`` (one request after another, as the
+replay did before it knew streams) shows what a serialising replay would have predicted
+(target: within 10%, and closer than the serialising replay wherever the two differ by more
+than the real run's spread). Single-stream traces replay the same either way, so their rows
+run no serialising replay. ``--traces`` measures some traces only, keeping the other traces'
+rows of the results file (each row says when it was measured); the file is rewritten after
+every row, so a run cut short keeps what it measured.
+
 ``--wan-rtt MS`` adds the WAN site at another round trip (its config with ``network.rtt_ms``
 changed, under the name ``wan-rtt<MS>``): a replay must follow the storage's latency, not only
 the one it was checked at.
@@ -20,7 +30,7 @@ the one it was checked at.
 Results go to bench/fidelity_results.json with the machine they ran on. Needs root and a
 finished `make study` (its traces and files). Usage:
   python bench/replay_fidelity.py [--sites lan-hdd wan] [--wan-rtt 50] [--runs 3] [--xcache]
-                                 [--study-traces]
+                                 [--study-traces] [--traces agc-rdf-mt2 ...]
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -41,6 +52,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data" / "files"
 OUT = REPO / "bench" / "fidelity_results.json"
+# The multi-threaded analyses (not in the study's traces: item 1 of issue 32 adds threads to
+# the study): a study trace's analysis and file set, run with these arguments added.
+MT_TRACES = {"agc-rdf-mt2": ("agc-rdf", ["--threads", "2"])}
 
 
 def instore(*args: str) -> subprocess.CompletedProcess[str]:
@@ -48,14 +62,18 @@ def instore(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, check=False, cwd=REPO)  # fmt: skip
 
 
-def drop_caches(analysis: str, tree: str, local_copy: Path) -> None:
+def job(spec: dict, tree: str) -> list[str]:
+    """The analysis's command, before the file's URL."""
+    return [sys.executable, str(REPO / spec["analysis"]), "--tree", tree, *spec.get("args", [])]
+
+
+def drop_caches(spec: dict, tree: str, local_copy: Path) -> None:
     """The data read cold, the software warm (as a site's CVMFS cache holds it): drop every
     cache, then run the analysis once on the local copy of its file, which loads ROOT's
     libraries and modules and the JIT's; the site serves another copy, on its own disk."""
     os.sync()
     Path("/proc/sys/vm/drop_caches").write_text("3\n")
-    subprocess.run([sys.executable, str(REPO / analysis), "--tree", tree, str(local_copy)],
-                   capture_output=True, check=True)  # fmt: skip
+    subprocess.run([*job(spec, tree), str(local_copy)], capture_output=True, check=True)
 
 
 class RunFailed(Exception):
@@ -63,11 +81,11 @@ class RunFailed(Exception):
 
 
 def real_run(
-    site: str, protocol: str, file: Path, analysis: str, tree: str, out: Path
+    site: str, protocol: str, file: Path, spec: dict, tree: str, out: Path
 ) -> tuple[float, float]:
     """The analysis itself on the site (recorded, so its wall is measured the same way)."""
     done = instore("record", "--site", site, "--protocol", protocol, "--file", str(file),
-                   "--out", str(out), "--", sys.executable, str(REPO / analysis), "--tree", tree)  # fmt: skip
+                   "--out", str(out), "--", *job(spec, tree))  # fmt: skip
     if done.returncode != 0:
         lines = [ln for ln in done.stderr.splitlines() if "Error" in ln or "error" in ln]
         raise RunFailed(f"the analysis failed on {site} over {protocol}: "
@@ -76,8 +94,9 @@ def real_run(
     return float(meta["wall_s"]), float(meta["cpu_s"])
 
 
-def replayed(site: str, protocol: str, trace: Path) -> dict:
-    done = instore("replay", str(trace), "--site", site, "--protocol", protocol, "--record-only")
+def replayed(site: str, protocol: str, trace: Path, *extra: str) -> dict:
+    done = instore("replay", str(trace), "--site", site, "--protocol", protocol, "--record-only",
+                   *extra)  # fmt: skip
     if done.returncode != 0:
         raise RunFailed(f"replay failed on {site}: {done.stderr.strip().splitlines()[-1:]}")
     return json.loads(done.stdout)
@@ -89,37 +108,51 @@ def record_trace(spec: dict, tree: str, out: Path) -> Path:
 
     file = DATA / replica_name("ordered", 0, spec["fileset"])
     done = instore("record", "--warm-up", "1", "--site", "lan-ssd", "--protocol", "xrootd",
-                   "--file", str(file), "--out", str(out), "--", sys.executable,
-                   str(REPO / spec["analysis"]), "--tree", tree)  # fmt: skip
+                   "--file", str(file), "--out", str(out), "--", *job(spec, tree))  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"recording {spec['analysis']} failed: {done.stderr[-500:]}")
     meta = json.loads((out / "trace.json").read_text())
-    print(f"recorded {spec['analysis']}: wall {meta['wall_s']:.2f} s, CPU {meta['cpu_s']:.2f} s",
+    print(f"recorded {out.name}: wall {meta['wall_s']:.2f} s, CPU {meta['cpu_s']:.2f} s",
           flush=True)  # fmt: skip
     return out
 
 
+STREAM_KEYS = ("streams", "streams_in_trace", "overlapping_requests", "overlapping_side_by_side",
+               "overlapping_serialised", "overlapping_replayed")  # fmt: skip
+
+
 def measure(site: str, protocol: str, name: str, trace: Path, spec: dict, tree: str,
             runs: int) -> dict:  # fmt: skip
+    """``runs`` times, alternating: the real analysis, its replay and (a trace of several
+    streams) its serialising replay, each with the data cold and the software warm."""
     file = DATA / json.loads((trace / "trace.json").read_text())["recorded_on"]["files"][0]
-    real, pred, cpu = [], [], []
+    real, pred, serial, cpu, streams = [], [], [], [], []
     with tempfile.TemporaryDirectory(prefix="instore-fidelity-") as tmp:
         for k in range(runs):
-            drop_caches(spec["analysis"], tree, file)
-            wall, used = real_run(site, protocol, file, spec["analysis"], tree, Path(tmp) / f"r{k}")
+            drop_caches(spec, tree, file)
+            wall, used = real_run(site, protocol, file, spec, tree, Path(tmp) / f"r{k}")
             real.append(wall)
             cpu.append(used)
-            drop_caches(spec["analysis"], tree, file)
-            pred.append(replayed(site, protocol, trace)["wall_s"])
+            drop_caches(spec, tree, file)
+            rec = replayed(site, protocol, trace)
+            pred.append(rec["wall_s"])
+            streams.append({key: rec.get(key) for key in STREAM_KEYS})
+            if rec.get("streams_in_trace", 1) > 1:
+                drop_caches(spec, tree, file)
+                serial.append(replayed(site, protocol, trace, "--serialise")["wall_s"])
     r, p = statistics.median(real), statistics.median(pred)
     recorded_cpu = json.loads((trace / "trace.json").read_text())["cpu_s"]
     row = {"trace": name, "trace_dir": str(trace), "site": site_label(site), "protocol": protocol, "real_wall_s": real,
            "real_cpu_s": cpu, "recorded_cpu_s": recorded_cpu,
            "replay_wall_s": pred, "real_median_s": r, "replay_median_s": p,
-           "predicted_over_real": p / r}  # fmt: skip
+           "predicted_over_real": p / r, "replay_streams": streams,
+           "serial_replay_wall_s": serial or None,
+           "serial_over_real": statistics.median(serial) / r if serial else None,
+           "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
+    also = f", serialised {statistics.median(serial):.2f} s" if serial else ""
     print(
         f"{name} on {site_label(site)} over {protocol}: real {r:.2f} s (CPU {statistics.median(cpu):.2f} "
-        f"s; recorded {recorded_cpu:.2f} s), replay {p:.2f} s, ratio {p / r:.3f}",
+        f"s; recorded {recorded_cpu:.2f} s), replay {p:.2f} s{also}, ratio {p / r:.3f}",
         flush=True,
     )
     return row
@@ -149,11 +182,18 @@ def has_cache(site: str) -> bool:
     return load_site(site).cache is not None
 
 
+def warm_cache(site: str, spec: dict, file: Path, tree: str) -> None:
+    """Read the file once through the site's XCache, so every measured run finds it warm."""
+    with tempfile.TemporaryDirectory(prefix="instore-fidelity-warm-") as tmp:
+        real_run(site, "xcache", file, spec, tree, Path(tmp) / "warm")
+
+
 def measure_site(
-    site: str, args: argparse.Namespace, traces: dict, dirs: dict[str, Path], tree: str
-) -> list[dict]:
-    """Every trace on one site (brought up for it and down after), over xrootd and its XCache."""
-    rows = []
+    site: str, args: argparse.Namespace, traces: dict, dirs: dict[str, Path], tree: str,
+    save: Callable[[dict], None],
+) -> None:  # fmt: skip
+    """Every trace on one site (brought up for it and down after), over xrootd and its XCache;
+    each row handed to ``save`` as soon as it is measured."""
     files = sorted({str(DATA / json.loads((dirs[n] / "trace.json").read_text())
                         ["recorded_on"]["files"][0]) for n in traces})  # fmt: skip
     up = instore("site", "up", site, "--files", *files)
@@ -164,16 +204,17 @@ def measure_site(
         for protocol in protocols:
             for name, spec in traces.items():
                 try:
-                    rows.append(measure(site, protocol, name, dirs[name], spec, tree, args.runs))
+                    if protocol == "xcache" and name == next(iter(traces)):
+                        warm_cache(site, spec, Path(files[0]), tree)
+                    save(measure(site, protocol, name, dirs[name], spec, tree, args.runs))
                 except RunFailed as err:  # kept, with why: a result, not a crash
                     print(err, flush=True)
-                    rows.append({"trace": name, "site": site_label(site), "protocol": protocol,
-                                 "error": str(err)})  # fmt: skip
+                    save({"trace": name, "site": site_label(site), "protocol": protocol,
+                          "error": str(err)})  # fmt: skip
     finally:
         down = instore("site", "down", site)
         if down.returncode != 0:
             print(f"instore site down {site}: {down.stderr.strip()}", flush=True)
-    return rows
 
 
 def main() -> None:
@@ -186,25 +227,49 @@ def main() -> None:
     ap.add_argument("--study-traces", action="store_true",
                     help="replay the traces make study recorded (data/files/traces/) instead of "
                     "recording them first")  # fmt: skip
+    ap.add_argument("--traces", nargs="+", default=None,
+                    help="measure these traces only (default: all), keeping the other traces' "
+                    "rows of the results file")  # fmt: skip
     args = ap.parse_args()
     study = yaml.safe_load((REPO / "config" / "study.yaml").read_text())["profiles"]["full"]
     traces = {n: s for n, s in study["traces"].items() if n in ("agc-rdf", "agc-uproot")}
+    traces |= {
+        n: {**study["traces"][base], "args": extra} for n, (base, extra) in MT_TRACES.items()
+    }
+    if args.traces:
+        unknown = set(args.traces) - set(traces)
+        if unknown:
+            raise SystemExit(f"no trace {', '.join(sorted(unknown))}: one of {', '.join(traces)}")
+        traces = {n: s for n, s in traces.items() if n in args.traces}
+    if args.study_traces and set(traces) & set(MT_TRACES):
+        raise SystemExit("make study records no multi-threaded trace: drop --study-traces")
+    kept = json.loads(OUT.read_text()) if args.traces and OUT.exists() else {"rows": []}
+    old = [{"measured_at": kept.get("measured_at"), **r} for r in kept["rows"]
+           if r["trace"] not in traces]  # fmt: skip
     tree = "Events"
     with tempfile.TemporaryDirectory(prefix="instore-fidelity-sites-") as variants:
         if args.study_traces:
             dirs = {n: DATA / "traces" / n for n in traces}
         else:
             dirs = {n: record_trace(s, tree, Path(variants) / n) for n, s in traces.items()}
-        recorded = {n: json.loads((d / "trace.json").read_text()) for n, d in dirs.items()}
+        recorded = {**kept.get("recorded", {}),
+                    **{n: json.loads((d / "trace.json").read_text()) for n, d in dirs.items()}}  # fmt: skip
+        rows: list[dict] = []
+
+        def save(row: dict) -> None:
+            rows.append(row)
+            OUT.write_text(json.dumps({
+                "machine": {"host": platform.node(), "cpus": os.cpu_count(),
+                            "kernel": platform.release()},
+                "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "runs": args.runs, "traces": "make study's" if args.study_traces else "recorded first",
+                "recorded": {n: {k: m.get(k) for k in ("start_unix", "wall_s", "cpu_s", "warm_up")}
+                             for n, m in recorded.items()},
+                "rows": [*old, *rows]}, indent=1) + "\n")  # fmt: skip
+
         sites = [*args.sites, *(wan_at(rtt, Path(variants)) for rtt in args.wan_rtt)]
-        rows = [row for site in sites for row in measure_site(site, args, traces, dirs, tree)]
-    OUT.write_text(json.dumps({
-        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "kernel": platform.release()},
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "runs": args.runs, "traces": "make study's" if args.study_traces else "recorded first",
-        "recorded": {n: {k: m.get(k) for k in ("start_unix", "wall_s", "cpu_s", "warm_up")}
-                     for n, m in recorded.items()},
-        "rows": rows}, indent=1) + "\n")  # fmt: skip
+        for site in sites:
+            measure_site(site, args, traces, dirs, tree, save)
     print(f"written {OUT}")
 
 
