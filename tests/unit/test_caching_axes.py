@@ -53,7 +53,9 @@ def test_new_knobs_enter_the_key_when_set() -> None:
     base = Point(section="caching", protocol="xcache")
     keys = {base.key("wan", FILES)}
     for knob, value in zip(
-        KEYED_IF_SET, ("warm", 25.0, 100.0, "nano16", "agc-rdf", "bfq", "xfs"), strict=True
+        KEYED_IF_SET,
+        ("warm", 25.0, 100.0, "nano16", "agc-rdf", "bfq", "xfs", 2, "implicit"),
+        strict=True,
     ):
         keys.add(Point(section="caching", protocol="xcache", **{knob: value}).key("wan", FILES))
     assert len(keys) == 1 + len(KEYED_IF_SET)

@@ -128,6 +128,10 @@ class Measurement:
     # ran), and why the first was skipped: a measurement of fewer fields than asked says so.
     fields_skipped: int = 0
     fields_skipped_reason: str | None = None
+    # Of the job's threads (the knob `threads`: a slot of that many cores, so cpu_efficiency is
+    # CPU over wall x threads), how many read, and why fewer did.
+    threads_used: int = 1
+    threads_note: str | None = None
 
 
 UPROOT_HTTP_CLIENT = "urllib3 multi-range GET (instore's uproot source), X.509 proxy and token"

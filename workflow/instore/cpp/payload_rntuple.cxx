@@ -18,6 +18,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace instore {
@@ -112,6 +113,16 @@ public:
          error = "read error after " + std::to_string(events) + " entries: " + e.what();
       }
       return events;
+   }
+
+   // The clusters' first entries, in order, and the last one's end: where threads may split.
+   std::vector<Long64_t> cluster_bounds() const {
+      std::set<Long64_t> starts;
+      for (const auto &cluster : reader->GetDescriptor().GetClusterIterable())
+         starts.insert(static_cast<Long64_t>(cluster.GetFirstEntryIndex()));
+      std::vector<Long64_t> bounds(starts.begin(), starts.end());
+      bounds.push_back(entries());
+      return bounds;
    }
 
    // A page source counter ("nRead", "szReadPayload", ...); -1 when ROOT has no such counter.
@@ -252,6 +263,21 @@ private:
       for (auto child : fd.GetLinkIds()) add_columns(desc, child, out);
    }
 };
+
+// Each job's `loop` in a thread of its own, over its entries [firsts[k], stops[k]): the entries
+// split by cluster, each thread with its own reader (page source, cluster cache), as RDataFrame
+// reads an RNTuple on several threads. Returns the events each thread read.
+inline std::vector<Long64_t> parallel_ntuple_loop(const std::vector<NtupleJob *> &jobs,
+                                           const std::vector<Long64_t> &firsts,
+                                           const std::vector<Long64_t> &stops, Long64_t stride,
+                                           double cpu_us) {
+   std::vector<Long64_t> events(jobs.size(), 0);
+   std::vector<std::thread> threads;
+   for (size_t k = 0; k < jobs.size(); ++k)
+      threads.emplace_back([&, k] { events[k] = jobs[k]->loop(firsts[k], stops[k], stride, cpu_us); });
+   for (auto &t : threads) t.join();
+   return events;
+}
 
 // A tiny RNTuple (a scalar and a vector field, a few clusters) to run the engine on before the
 // clock starts, so cling compiles every code path the measurement uses.

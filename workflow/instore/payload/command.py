@@ -10,6 +10,7 @@ from pathlib import Path
 from instore.payload.engine_uproot import UprootKnobs
 from instore.payload.pattern import ENTRY_MODES, Pattern
 from instore.payload.runner import ENGINES, STAGE_IN_TOOLS, ReadOptions, run_read
+from instore.payload.threads import MT_MODES
 
 _D = UprootKnobs()
 
@@ -122,6 +123,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     job.add_argument(
         "--access-log", type=Path, help="write every physical read (offset, length) to this CSV"
     )
+    job.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="threads of the job, at most the worker's cores; its CPU efficiency is CPU over "
+        "wall x threads, as a batch system accounts a multi-core slot (default: 1)",
+    )
+    job.add_argument(
+        "--mt-mode",
+        choices=MT_MODES,
+        help="how a job of several threads uses them. root engine: cluster (the entries split by "
+        "cluster, each thread with its own file, tree and cache, as RDataFrame does; the "
+        "default) or implicit (ROOT's EnableImplicitMT under TTree::GetEntry: branches unzipped "
+        "in parallel; RNTuple: pages unzipped in parallel). uproot: executors (its decompression "
+        "and interpretation executors; the only mode)",
+    )
     p.set_defaults(func=run)
 
 
@@ -144,6 +161,8 @@ def options_from_args(args: argparse.Namespace) -> ReadOptions:
         scratch=args.scratch,
         fixed_time_s=args.fixed_time,
         start_at=args.start_at,
+        threads=args.threads,
+        mt_mode=args.mt_mode,
     )
 
 

@@ -26,11 +26,13 @@ def _uproot_defaults() -> UprootKnobs:
 @dataclass(frozen=True)
 class ClientOptions:
     """The client's knobs for one read: ROOT's (TTreeCache or RNTuple's cluster cache, TFile
-    readahead) and uproot's (coalescing, step size, time-out)."""
+    readahead), uproot's (coalescing, step size, time-out) and the job's threads."""
 
     cache_bytes: int | None = None  # None keeps ROOT's default, 0 turns it off
     readahead_bytes: int | None = None  # None keeps ROOT's default
     uproot: UprootKnobs = field(default_factory=_uproot_defaults)
+    threads: int = 1  # threads the job reads with (instore.payload.threads)
+    mt_mode: str | None = None  # how it uses them: cluster, implicit, executors; None: 1 thread
 
 
 class Engine(Protocol):

@@ -12,6 +12,14 @@ zero" pages (ROOT's stand-ins for a late-added field's first entries: nothing on
 ``--cache-mb`` switches the cluster cache: 0 off (each page is one read as the views ask for
 it), anything else on (the pages of the selected columns of a cluster are read together, in
 one vector read, and the next cluster is prefetched); the size itself has no RNTuple meaning.
+
+Threads (``instore.payload.threads``): in the ``cluster`` mode each thread has its own reader
+(its own page source and cluster cache) over a contiguous range of whole clusters, as RDataFrame
+reads an RNTuple; counters are summed over the readers. ROOT 6.40 gives a reader no entry range
+(``RPageSource::SetEntryRange``, which RDataFrame's RNTupleDS uses, is internal), so a thread's
+cluster cache may read ahead one cluster past its range: bytes read grow by up to a cluster per
+thread, the bytes needed do not. In the ``implicit`` mode the reader, opened with ROOT's
+implicit multi-threading on, unzips pages on the pool's threads.
 """
 
 from __future__ import annotations
@@ -25,10 +33,12 @@ from typing import Any
 import pandas as pd
 
 from instore.errors import InstoreError
+from instore.payload.engine import ClientOptions
 from instore.payload.maps import basket_frame
 from instore.payload.objects import DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
+from instore.payload.threads import CLUSTER, split_clusters, threads_note
 from instore.rootenv import declare, root, xrdclhttp_available
 from instore.urls import is_local_scheme
 
@@ -90,23 +100,34 @@ def _largest_cluster(pages: pd.DataFrame, chosen: list[str]) -> int:
 
 
 def run(
-    f: Any, url: str, obj: DataObject, pattern: Pattern, cache_bytes: int | None, t0: float
+    f: Any, url: str, obj: DataObject, pattern: Pattern, client: ClientOptions, t0: float
 ) -> EngineResult:
-    cluster_cache = _cluster_cache(cache_bytes)
+    cluster_cache = _cluster_cache(client.cache_bytes)
     job = _job(f, url, obj, cluster_cache)
     open_s = time.perf_counter() - t0
     names = [str(n) for n in job.fields()]
     chosen = select_branches(names, {}, pattern.branches)
     entries = int(job.entries())
     first, stop, stride = entry_selection(entries, pattern)
-    readable = [str(n) for n in job.prepare(root().std.vector("std::string")(chosen))]
-    events = job.loop(first, stop, stride, pattern.cpu_us)
-    if job.error:
+    ranges = [(first, stop)]
+    if client.threads > 1 and client.mt_mode == CLUSTER:
+        bounds = [int(b) for b in job.cluster_bounds()]
+        ranges = split_clusters(bounds, first, stop, stride, client.threads) or ranges
+    t1 = time.perf_counter()
+    jobs = [job, *(_job(f, url, obj, cluster_cache) for _ in ranges[1:])]
+    open_s += time.perf_counter() - t1  # each thread's reader opens the file anew
+    chosen_vec = root().std.vector("std::string")(chosen)
+    readable = [str(n) for n in job.prepare(chosen_vec)]
+    for other in jobs[1:]:
+        other.prepare(chosen_vec)
+    events = _loop(jobs, ranges, stride, pattern.cpu_us)
+    error = next((str(j.error) for j in jobs if j.error), "")
+    if error:
         raise InstoreError(
-            f"{url}: cannot read the RNTuple {obj.path!r}: {_first_line(job.error)}",
+            f"{url}: cannot read the RNTuple {obj.path!r}: {_first_line(error)}",
             "the file may be truncated or corrupt (or the storage failed); re-copy or regenerate it",
         )
-    counters = {name: int(job.counter(name)) for name in COUNTERS}
+    counters = {name: _summed(jobs, name) for name in COUNTERS}
     pages = page_map(job, names)
     on = bool(job.cluster_cache_on(cluster_cache))
     return EngineResult(
@@ -118,7 +139,7 @@ def run(
         branches_read=len(readable),
         fields_skipped=len(chosen) - len(readable),
         fields_skipped_reason=str(job.skip_reason) or None,
-        events=int(events),
+        events=events,
         open_s=open_s,
         bytes_read=counters["szReadPayload"] + max(0, counters["szReadOverhead"]),
         read_calls=counters["nRead"],
@@ -126,7 +147,30 @@ def run(
         bytes_needed=bytes_needed(pages, readable, first, stop, stride),
         cache_bytes=_largest_cluster(pages, readable) if on else 0,
         counters={**counters, "cluster_cache": int(on)},
+        threads_used=len(jobs),
+        threads_note=threads_note(client.threads, len(jobs), len(job.cluster_bounds()) - 1)
+        if client.mt_mode == CLUSTER
+        else None,
     )
+
+
+def _summed(jobs: list[Any], name: str) -> int:
+    """A page-source counter summed over the threads' readers (-1: ROOT has no such counter)."""
+    values = [int(j.counter(name)) for j in jobs]
+    return -1 if min(values) < 0 else sum(values)
+
+
+def _loop(jobs: list[Any], ranges: list[tuple[int, int]], stride: int, cpu_us: float) -> int:
+    """One reader's loop on this thread, or each reader's on a thread of its own."""
+    if len(jobs) == 1:
+        ((first, stop),) = ranges
+        return int(jobs[0].loop(first, stop, stride, cpu_us))
+    vec = root().std.vector
+    events = declare("payload_rntuple").parallel_ntuple_loop(
+        vec("instore::NtupleJob*")(jobs), vec("Long64_t")([a for a, _ in ranges]),
+        vec("Long64_t")([b for _, b in ranges]), stride, cpu_us,
+    )  # fmt: skip
+    return sum(int(e) for e in events)
 
 
 @functools.cache
@@ -145,6 +189,8 @@ def warm_up() -> None:
                 names = [str(n) for n in job.fields()]
                 job.prepare(ROOT.std.vector("std::string")(names))
                 job.loop(0, job.entries(), 1, 0.0)
+                _loop([job, job], [(0, 0), (0, 0)], 1, 0.0)  # the threads' loop, compiled
+                job.cluster_bounds()
                 page_map(job, names)
                 [job.counter(n) for n in COUNTERS]
                 del job

@@ -1,4 +1,11 @@
-"""The ``root`` engine: ROOT's own event loop in C++ (through cling), TTreePerfStats attached."""
+"""The ``root`` engine: ROOT's own event loop in C++ (through cling), TTreePerfStats attached.
+
+A job of several threads (``instore.payload.threads``) runs as multi-threaded analyses do: in the
+``cluster`` mode the entries are split by cluster, each thread reading its range through its own
+TFile, TTree, TTreeCache and TTreePerfStats, as ROOT::TTreeProcessorMT does (TTreeProcessorMT
+itself runs its tasks on a TBB pool that would outlive the read in a warm payload's process and
+hides the per-task files whose counters the record sums); in the ``implicit`` mode ROOT's implicit
+multi-threading unzips the branches of each ``TTree::GetEntry`` in parallel."""
 
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ from instore.payload.maps import basket_frame
 from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
+from instore.payload.threads import CLUSTER, IMPLICIT, split_clusters, threads_note
 from instore.rootenv import declare, root, xrdclhttp, xrdclhttp_available
 from instore.urls import http_url, is_http, is_local, local_path
 
@@ -106,8 +114,13 @@ def warm_up() -> None:
         tree = cpp.warm_up_tree(f)
         names, _ = _branches(tree)
         log = cpp.ReadLog("instore_warmup", tree)
-        cpp.loop(tree, ROOT.std.vector("std::string")(names), 0, tree.GetEntries(), 1, 0.0, -1)
+        vec = ROOT.std.vector("std::string")(names)
+        cpp.loop(tree, vec, 0, tree.GetEntries(), 1, 0.0, -1)
         basket_map(tree, names)
+        # the multi-threaded loop too, on one thread: threads started here would not survive
+        # the warm payload's fork, and ROOT's thread safety stays off for one-thread jobs
+        bounds = list(cpp.cluster_bounds(tree))
+        _parallel([tree], [log], vec, [(0, bounds[-1])], 1, 0.0, -1)
         del log
     finally:
         f.Close()
@@ -120,6 +133,25 @@ def prepare(fmt: str | None) -> None:
         engine_rntuple.warm_up()
 
 
+def set_threads(threads: int, mode: str | None) -> None:
+    """Before the clock: ROOT's thread safety for a job of several threads, and its implicit
+    multi-threading (a thread pool of ``threads``) in the implicit mode. Once per process: a
+    warm payload's forked job is a process of its own."""
+    if threads <= 1:
+        return
+    ROOT = root()
+    ROOT.EnableThreadSafety()
+    if mode == IMPLICIT and not ROOT.IsImplicitMTEnabled():
+        os.environ["ROOT_MAX_THREADS"] = str(threads)  # rootenv caps it at 1
+        ROOT.EnableImplicitMT(threads)
+        if ROOT.GetThreadPoolSize() != threads:
+            raise InstoreError(
+                f"ROOT's implicit multi-threading has {ROOT.GetThreadPoolSize()} threads, "
+                f"not {threads}",
+                "unset ROOT_MAX_THREADS or raise it to the job's threads",
+            )
+
+
 def run(url: str, obj: DataObject, pattern: Pattern, client: ClientOptions) -> EngineResult:
     ROOT = root()
     if client.readahead_bytes is not None:
@@ -128,15 +160,23 @@ def run(url: str, obj: DataObject, pattern: Pattern, client: ClientOptions) -> E
     f = _open(url)
     try:
         if obj.format == RNTUPLE:
-            return engine_rntuple.run(f, url, obj, pattern, client.cache_bytes, t0)
-        return _run_tree(f, url, obj, pattern, client.cache_bytes, t0)
+            return engine_rntuple.run(f, url, obj, pattern, client, t0)
+        if client.threads > 1 and client.mt_mode == CLUSTER:
+            return _run_tree_threads(f, url, obj, pattern, client, t0)
+        return _run_tree(f, url, obj, pattern, client.cache_bytes, t0, client.mt_mode)
     finally:
         ROOT.SetOwnership(f, True)
         f.Close()
 
 
 def _run_tree(
-    f: Any, url: str, obj: DataObject, pattern: Pattern, cache_bytes: int | None, t0: float
+    f: Any,
+    url: str,
+    obj: DataObject,
+    pattern: Pattern,
+    cache_bytes: int | None,
+    t0: float,
+    mt_mode: str | None = None,
 ) -> EngineResult:
     ROOT, cpp = root(), declare("payload")
     tree = _get_tree(f, url, obj)
@@ -145,6 +185,11 @@ def _run_tree(
     chosen = select_branches(names, counters, pattern.branches)
     first, stop, stride = entry_selection(int(tree.GetEntries()), pattern)
     log = cpp.ReadLog("instore_perf", tree)
+    if mt_mode == IMPLICIT:
+        # branches are unzipped on the pool's threads: their unzip events would reach the
+        # TTreePerfStats concurrently, and their reads (gPerfStats is per thread) not at all.
+        # The TFile's own counters count every read; the read log keeps this thread's.
+        tree.SetPerfStats(ROOT.nullptr)
     vec = ROOT.std.vector("std::string")(chosen)
     loop = cpp.loop(
         tree,
@@ -179,5 +224,84 @@ def _run_tree(
             "perfstats_disk_s": float(log.GetDiskTime()),
             "perfstats_unzip_s": float(log.GetUnzipTime()),
             "unzipped_bytes": int(loop.unzipped_bytes),
+            "read_log_complete": int(mt_mode != IMPLICIT),
         },
     )
+
+
+def _parallel(
+    trees: list[Any],
+    logs: list[Any],
+    names: Any,
+    ranges: list[tuple[int, int]],
+    stride: int,
+    cpu_us: float,
+    cache_bytes: int,
+) -> list[Any]:
+    """The C++ loop on one thread per tree, each over its own entry range."""
+    ROOT, cpp = root(), declare("payload")
+    vec = ROOT.std.vector
+    return list(
+        cpp.parallel_loop(vec("TTree*")(trees), vec("instore::ReadLog*")(logs), names,
+                          vec("Long64_t")([a for a, _ in ranges]),
+                          vec("Long64_t")([b for _, b in ranges]), stride, cpu_us, cache_bytes)
+    )  # fmt: skip
+
+
+def _run_tree_threads(
+    f: Any, url: str, obj: DataObject, pattern: Pattern, client: ClientOptions, t0: float
+) -> EngineResult:
+    """The entries split by cluster over ``client.threads`` threads, each reading through its
+    own TFile, TTree and TTreeCache (as TTreeProcessorMT and RDataFrame do); every counter is
+    the sum over the threads' files, and the files' opens count as open time."""
+    ROOT, cpp = root(), declare("payload")
+    tree = _get_tree(f, url, obj)
+    names, counters = _branches(tree)
+    chosen = select_branches(names, counters, pattern.branches)
+    first, stop, stride = entry_selection(int(tree.GetEntries()), pattern)
+    bounds = [int(b) for b in cpp.cluster_bounds(tree)]
+    ranges = split_clusters(bounds, first, stop, stride, client.threads) or [(first, stop)]
+    files, trees = [f], [tree]
+    try:
+        for _ in ranges[1:]:
+            files.append(_open(url))
+            trees.append(_get_tree(files[-1], url, obj))
+        open_s = time.perf_counter() - t0
+        logs = [cpp.ReadLog(f"instore_perf_{k}", t) for k, t in enumerate(trees)]
+        cache = -1 if client.cache_bytes is None else client.cache_bytes
+        vec = ROOT.std.vector("std::string")(chosen)
+        loops = _parallel(trees, logs, vec, ranges, stride, pattern.cpu_us, cache)
+        errors = [str(loop.error) for loop in loops if loop.error]
+        if errors:
+            raise OSError(errors[0])
+        return EngineResult(
+            tree=obj.path,
+            format=obj.format,
+            object_name=obj.path,
+            file_size=int(f.GetSize()),
+            entries=int(tree.GetEntries()),
+            branches_total=len(names),
+            branches_read=len(chosen),
+            events=sum(int(loop.events) for loop in loops),
+            open_s=open_s,
+            bytes_read=sum(int(x.GetBytesRead()) for x in files),
+            read_calls=sum(int(x.GetReadCalls()) for x in files),
+            vector_reads=sum(int(loop.cache_fills) for loop in loops),
+            bytes_needed=bytes_needed(basket_map(tree, names), chosen, first, stop, stride),
+            cache_bytes=int(loops[0].cache_size),
+            reads=[r for log in logs for r in zip(log.offsets, log.lengths, strict=True)],
+            counters={
+                "perfstats_bytes_read": sum(int(log.GetBytesRead()) for log in logs),
+                "perfstats_read_calls": sum(int(log.GetReadCalls()) for log in logs),
+                "perfstats_disk_s": sum(float(log.GetDiskTime()) for log in logs),
+                "perfstats_unzip_s": sum(float(log.GetUnzipTime()) for log in logs),
+                "unzipped_bytes": sum(int(loop.unzipped_bytes) for loop in loops),
+                "read_log_complete": 1,
+            },
+            threads_used=len(ranges),
+            threads_note=threads_note(client.threads, len(ranges), len(bounds) - 1),
+        )
+    finally:
+        for extra in files[1:]:
+            ROOT.SetOwnership(extra, True)
+            extra.Close()

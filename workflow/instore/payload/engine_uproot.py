@@ -9,6 +9,7 @@ import os
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,7 +106,7 @@ def run(url: str, obj: DataObject, pattern: Pattern, client: ClientOptions) -> E
     )
     handler = source_class(coalesce, knobs.timeout)
     t0 = time.perf_counter()
-    file = objects.open_file(url, handler=handler)
+    file = objects.open_file(url, handler=handler, **_executors(client.threads))
     with file:
         data = objects.get(file, url, obj)
         open_s = time.perf_counter() - t0
@@ -124,6 +125,7 @@ def run(url: str, obj: DataObject, pattern: Pattern, client: ClientOptions) -> E
             ) from err
         source = handler.instances[0]
         reads = list(source.reads)
+        ntuple_alone = obj.format == RNTUPLE and client.threads > 1  # executors unused
         return EngineResult(
             tree=obj.path if obj.format != RNTUPLE else "",
             format=obj.format,
@@ -143,7 +145,24 @@ def run(url: str, obj: DataObject, pattern: Pattern, client: ClientOptions) -> E
                 "uproot_requests": source.num_requests,
                 "uproot_requested_bytes": source.num_requested_bytes,
             },
+            threads_used=1 if ntuple_alone else client.threads,
+            threads_note=NTUPLE_ONE_THREAD if ntuple_alone else None,
         )
+
+
+NTUPLE_ONE_THREAD = ("uproot 5.7 reads an RNTuple on one thread: its RNTuple arrays() take no "
+                     "decompression or interpretation executor yet")  # fmt: skip
+
+
+def _executors(threads: int) -> dict[str, Any]:
+    """uproot's decompression and interpretation executors with ``threads`` threads each (the
+    file shuts them down when it closes); none for one thread, uproot's own default then."""
+    if threads <= 1:
+        return {}
+    return {
+        "decompression_executor": ThreadPoolExecutor(threads),
+        "interpretation_executor": ThreadPoolExecutor(threads),
+    }
 
 
 @functools.cache

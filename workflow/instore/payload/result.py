@@ -28,6 +28,8 @@ class EngineResult:
     cache_bytes: int = 0  # effective TTreeCache size (root engine)
     reads: list[tuple[int, int]] = field(default_factory=list)  # (offset, length) per physical read
     counters: dict[str, float] = field(default_factory=dict)  # engine-specific extras
+    threads_used: int = 1  # threads that read (a cluster-split job: at most one per cluster)
+    threads_note: str | None = None  # why fewer threads read than the job has
 
     def plus(self, other: EngineResult) -> EngineResult:
         """Two passes over the same file as one result (the HEPiX fixed-time method)."""

@@ -19,6 +19,7 @@ from instore.payload.objects import DataObject
 from instore.payload.pattern import Pattern
 from instore.payload.procstats import ProcSnapshot, drop_page_cache, join_cgroup
 from instore.payload.result import EngineResult
+from instore.payload.threads import cpu_efficiency, resolve_mode, too_many_threads
 from instore.record import JobResult, Measurement, Provenance, size_histogram, utc_now
 from instore.urls import http_url, is_local, local_path
 
@@ -41,12 +42,19 @@ class ReadOptions:
     scratch: Path | None = None
     fixed_time_s: float = 0.0  # > 0: the HEPiX method, re-read the file until this much wall time
     start_at: float | None = None  # wall-clock time to start measuring (aligns concurrent jobs)
+    threads: int = 1  # the job's threads (cores of its slot); instore.payload.threads
+    mt_mode: str | None = None  # how it uses them; None: the engine's default (1 thread: none)
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise InstoreError(
                 f"unknown engine {self.engine!r}", f"choose one of {', '.join(ENGINES)}"
             )
+        # frozen: the resolved mode is set once, here
+        object.__setattr__(self, "mt_mode", resolve_mode(self.engine, self.threads, self.mt_mode))
+        too_many = too_many_threads(self.threads)
+        if too_many:
+            raise InstoreError(too_many, "give --threads no larger than the worker's cores")
         if self.cache_bytes is not None and self.cache_bytes < 0:
             raise InstoreError("TTreeCache size is negative", "give --cache-mb 0 (off) or more")
         if self.readahead_bytes is not None and self.readahead_bytes < 0:
@@ -64,7 +72,9 @@ class ReadOptions:
             raise InstoreError("stage-in needs a scratch directory", "give --scratch DIR")
 
     def client(self) -> ClientOptions:
-        return ClientOptions(self.cache_bytes, self.readahead_bytes, self.uproot)
+        return ClientOptions(
+            self.cache_bytes, self.readahead_bytes, self.uproot, self.threads, self.mt_mode
+        )
 
     def knobs(self) -> dict[str, Any]:
         return {
@@ -74,6 +84,8 @@ class ReadOptions:
             "stage_in": self.stage_in,
             "cold": self.cold,
             "fixed_time_s": self.fixed_time_s,
+            "threads": self.threads,
+            "mt_mode": self.mt_mode,
             **{f"pattern_{k}": v for k, v in asdict(self.pattern).items()},
             **{f"uproot_{k}": v for k, v in asdict(self.uproot).items()},
         }
@@ -124,6 +136,18 @@ def choose_object(opts: ReadOptions) -> tuple[DataObject | None, Exception | Non
 def prepare(engine: str, fmt: str | None = None) -> None:
     """Load the engine's libraries and JIT its C++ before the clock starts: start-up is not I/O."""
     ENGINES[engine].prepare(fmt)
+
+
+def set_threads(opts: ReadOptions) -> InstoreError | None:
+    """Set the job's threads up before the clock (the root engine's thread safety and implicit
+    multi-threading); what went wrong, to be recorded as the job's error."""
+    if opts.engine != "root" or opts.threads <= 1:
+        return None
+    try:
+        engine_root.set_threads(opts.threads, opts.mt_mode)
+    except InstoreError as err:
+        return err
+    return None
 
 
 def join_site_cgroup(path: str) -> None:
@@ -178,6 +202,7 @@ def run_read(opts: ReadOptions) -> JobResult:
     """Measure one job. Never raises for a failed read: the record carries the error."""
     obj, choose_error = choose_object(opts)
     prepare(opts.engine, obj.format if obj else None)
+    threads_error = set_threads(opts)
     ready_at = time.time()
     lateness = wait_until(opts.start_at)
     start_time = utc_now()
@@ -190,6 +215,8 @@ def run_read(opts: ReadOptions) -> JobResult:
         url = opts.url
         if obj is None:
             raise choose_error or InstoreError(f"{url}: nothing to read")
+        if threads_error is not None:
+            raise threads_error
         if os.environ.get(CGROUP_ENV):  # the emulated site's disk limits apply to our reads too
             join_site_cgroup(os.environ[CGROUP_ENV])
         if opts.stage_in:
@@ -209,7 +236,7 @@ def run_read(opts: ReadOptions) -> JobResult:
         url=opts.url,
         start_time=start_time,
         knobs=opts.knobs(),
-        measurement=_measurement(before, after, result, stage_s),
+        measurement=_measurement(before, after, result, stage_s, opts),
         provenance=Provenance.collect(),
         error=explain(opts.url, error),  # an auth refusal says so, and names the fix
         start_lateness_s=lateness,
@@ -221,10 +248,13 @@ def run_read(opts: ReadOptions) -> JobResult:
 
 
 def _measurement(
-    before: ProcSnapshot, after: ProcSnapshot, r: EngineResult, stage_s: float
+    before: ProcSnapshot, after: ProcSnapshot, r: EngineResult, stage_s: float, opts: ReadOptions
 ) -> Measurement:
+    """User and system CPU are the process's (getrusage): every thread's, so a job of n threads
+    is charged its n cores' CPU, and its efficiency is over wall x threads."""
     wall = after.wall - before.wall
     user, sys_ = after.user - before.user, after.sys - before.sys
+    split = opts.mt_mode == "cluster"  # a cluster-split job says how many threads really read
     return Measurement(
         tree=r.tree,
         format=r.format,
@@ -241,7 +271,7 @@ def _measurement(
         stage_in_s=stage_s,
         user_s=user,
         sys_s=sys_,
-        cpu_efficiency=(user + sys_) / wall if wall > 0 else None,
+        cpu_efficiency=cpu_efficiency(user + sys_, wall, opts.threads),
         cpu_wait_s=(after.run_delay_ns - before.run_delay_ns) / 1e9,
         event_rate_hz=r.events / wall if wall > 0 else None,
         bytes_read=r.bytes_read,
@@ -254,4 +284,6 @@ def _measurement(
         cache_bytes_effective=r.cache_bytes,
         rchar_delta=after.rchar - before.rchar,
         counters=r.counters,
+        threads_used=r.threads_used if split or r.threads_note else opts.threads,
+        threads_note=r.threads_note,
     )

@@ -38,6 +38,8 @@ class Point:
     trace: str | None = None  # a recorded analysis, replayed (engine replay) on its file set
     io_scheduler: str | None = None  # emulated disk's I/O scheduler; None: the site's own
     filesystem: str | None = None  # emulated disk's file system (ext4, xfs); None: the site's own
+    threads: int = 1  # threads of each job (cores of its slot): jobs x threads on a node
+    mt_mode: str | None = None  # how a job uses its threads: cluster (default) or implicit
     repetition: int = 0
 
     @property
@@ -61,7 +63,7 @@ class Point:
                 "files": dict(files),
                 "section": self.section,
                 "repetition": self.repetition,
-                **{k: v for k, v in self.knobs().items() if v is not None or k not in KEYED_IF_SET},
+                **{k: v for k, v in self.knobs().items() if k not in KEYED_IF_SET or _set(k, v)},
             },
             sort_keys=True,
         )
@@ -91,6 +93,10 @@ class Point:
             args += ["--uproot-gap-kb", str(self.uproot_gap_kb)]
         if self.fixed_time_s > 0:
             args += ["--fixed-time", str(self.fixed_time_s)]
+        if self.threads != 1:
+            args += ["--threads", str(self.threads)]
+        if self.mt_mode is not None:
+            args += ["--mt-mode", self.mt_mode]
         return args
 
 
@@ -105,7 +111,19 @@ _DEFAULT = Point(section="")
 # (and the records) of points that do not use them stay what they were.
 KEYED_IF_SET = (
     "cache_state", "rtt_ms", "bandwidth_mbit", "fileset", "trace", "io_scheduler", "filesystem",
+    "threads", "mt_mode",
 )  # fmt: skip
+# How a root job uses more than one thread when the grid names no mode: entries split by
+# cluster, as RDataFrame and TTreeProcessorMT do.
+DEFAULT_MT_MODE = "cluster"
+UPROOT_MT_MODE = "executors"  # uproot's decompression and interpretation executors
+
+
+def _set(knob: str, value: Any) -> bool:
+    """Whether a knob of KEYED_IF_SET is set: other than its default (None, or 1 thread)."""
+    return value != getattr(_DEFAULT, knob)
+
+
 # Axes that change the site itself, costliest first: a file system means a new disk (the site
 # rebuilt), an RTT a retuned and remeasured link. They go outermost, so the points of one
 # value run together.
@@ -125,10 +143,17 @@ def axis_value(axis: str, value: Any) -> Any:
 
 def _applicable(point: Point, study: Study) -> Point:
     """The point with knobs that do not apply to it unset: a cache state means nothing to a
-    job that does not read through the cache, so such points collapse into one. A replay
+    job that does not read through the cache, nor a threading mode to one thread, so such points
+    collapse into one (a job of more threads names its mode, the default one too). A replay
     point reads what its trace read: the trace's file set and layout, with the replayer."""
     if point.protocol != "xcache" and point.cache_state is not None:
         point = replace(point, cache_state=None)
+    if point.threads == 1 and point.mt_mode is not None:  # one thread has no mode
+        point = replace(point, mt_mode=None)
+    elif point.threads > 1 and point.engine == "uproot":  # uproot has one way: its executors
+        point = replace(point, mt_mode=UPROOT_MT_MODE)
+    elif point.threads > 1 and point.mt_mode is None:
+        point = replace(point, mt_mode=DEFAULT_MT_MODE)
     if point.trace is not None:
         spec = study.trace(point.trace)
         fileset = axis_value("fileset", spec.fileset)

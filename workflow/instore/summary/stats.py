@@ -47,6 +47,8 @@ def with_derived(rows: pd.DataFrame) -> pd.DataFrame:
         "file_size",
     ):  # not in old records
         out[column] = pd.to_numeric(out.get(column, np.nan), errors="coerce")
+    if "threads" in out:  # records from before the threads axis ran one thread
+        out["threads"] = pd.to_numeric(out["threads"], errors="coerce").fillna(1).astype(int)
     needed = out.groupby("point_key")["bytes_needed"].transform("sum")
     out["disk_amplification"] = out["disk_bytes_read"] / needed.where(needed > 0)
     return out

@@ -15,6 +15,7 @@ from distributed import Client, LocalCluster
 from distributed.deploy import Cluster
 
 from instore.errors import InstoreError
+from instore.payload.threads import worker_cores
 
 log = logging.getLogger(__name__)
 
@@ -85,3 +86,13 @@ def _workers(client: Client, spec: ClusterSpec) -> list[str]:
         ) from err
     workers = sorted(client.scheduler_info()["workers"])
     return workers[: spec.nodes] if spec.kind != "address" else workers
+
+
+def fewest_cores(client: Client, workers: list[str]) -> int | None:
+    """The fewest cores any worker may run on (its CPU affinity): a point of more threads per
+    job than that is skipped. None when a worker cannot say (the site file's cores still apply)."""
+    try:
+        return min(client.run(worker_cores, workers=workers).values())
+    except Exception as err:  # a worker's failure to answer must not stop the sweep
+        log.warning("asking the workers for their cores: %s", err)
+        return None

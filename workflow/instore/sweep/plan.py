@@ -15,6 +15,7 @@ import pandas as pd
 from instore.errors import InstoreError
 from instore.generate.layouts import RNTUPLE_LAYOUTS
 from instore.payload import engine_rntuple
+from instore.payload.threads import too_many_threads
 from instore.replay.targets import IN_PLACE
 from instore.rootenv import http_auth_problem
 from instore.site import SiteConfig
@@ -167,7 +168,17 @@ def skip_reason(
         or (dataset.skip_reason(point) if dataset is not None else None)
         or grid_skip_reason(study, point)
         or engine_skip_reason(point)
+        or threads_skip_reason(point, site.cores)
     )
+
+
+def threads_skip_reason(point: Point, cores: int) -> str | None:
+    """Why a point's jobs cannot have their threads (None: they can): more threads than a
+    worker's cores (a slot cannot be larger than its node), or a replay, which sends the
+    recorded job's requests and has no threads of its own."""
+    if point.threads > 1 and point.trace is not None:
+        return "a replay sends the recorded job's requests: it has no threads of its own"
+    return too_many_threads(point.threads, cores)
 
 
 def section_skip_reason(study: Study, point: Point, site: str) -> str | None:
@@ -216,8 +227,9 @@ def engine_skip_reason(point: Point) -> str | None:
     return None
 
 
-def cluster_skip_reason(point: Point, workers: int) -> str | None:
-    """Why the cluster the sweep got cannot run the point (known once its workers are up)."""
+def cluster_skip_reason(point: Point, workers: int, cores: int | None = None) -> str | None:
+    """Why the cluster the sweep got cannot run the point (known once its workers are up);
+    ``cores``: the fewest any worker may run on (its CPU affinity)."""
     if point.nodes > workers:
         return f"needs {point.nodes} nodes, the cluster has {workers}"
-    return None
+    return None if cores is None else too_many_threads(point.threads, cores)

@@ -28,7 +28,7 @@ from instore.site.dataset import Dataset
 from instore.site.usage import usage_between
 from instore.study import Point
 from instore.sweep.adaptive import Series
-from instore.sweep.cluster import cluster_client
+from instore.sweep.cluster import cluster_client, fewest_cores
 from instore.sweep.jobs import Job, access_for, in_container, job_argv, payload_engine, run_job
 from instore.sweep.noise import NoiseMonitor
 from instore.sweep.options import SweepOptions, SweepSummary
@@ -133,6 +133,7 @@ def _sweep(
                     access=access, store=store, summary=summary, site=site_info(live),
                     startup=_container_startup(opts, target, access), align_s=0.0,
                     dataset=dataset, series=planned.series, noise=noise,
+                    cores=fewest_cores(client, workers),
                 )  # fmt: skip
                 align_s, launch_s = _warm_up(run, todo[0][0])
                 run = dataclasses.replace(run, align_s=align_s, launch_s=launch_s)
@@ -179,6 +180,7 @@ class SweepRun:
     dataset: Dataset | None = None  # the site's own files, read instead of the generated ones
     series: Mapping[str, Series] = field(default_factory=dict)  # key -> its point's repetitions
     noise: NoiseMonitor | None = None  # the machine's probes, between points
+    cores: int | None = None  # the fewest cores a worker may run on (None: not asked)
 
 
 def site_info(live: LiveSite) -> SiteInfo:
@@ -249,7 +251,7 @@ def _measure(run: SweepRun, todo: list[tuple[Point, str]]) -> None:
         point, key = queue.pop(0)
         bar.update(1)
         bar.set_postfix_str(f"{point.section}: {point.label()}"[:80])
-        reason = cluster_skip_reason(point, len(run.workers))
+        reason = cluster_skip_reason(point, len(run.workers), run.cores)
         if reason:
             summary.skip(reason)
             continue

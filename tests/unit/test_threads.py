@@ -1,0 +1,192 @@
+"""Threads in the payload: the axis parses and keys as it should, a point the worker cannot run
+is skipped saying why, CPU efficiency is over wall x threads, and a job split by cluster over two
+threads reads exactly what one thread reads (both engines)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from instore.cli import build_parser
+from instore.errors import InstoreError
+from instore.payload import runner as payload_runner
+from instore.payload.command import options_from_args
+from instore.payload.pattern import Pattern
+from instore.payload.procstats import ProcSnapshot
+from instore.payload.result import EngineResult
+from instore.payload.runner import ReadOptions, run_read
+from instore.payload.threads import cpu_efficiency, split_clusters
+from instore.study import Point, expand, load_study
+from instore.sweep import plan
+
+from tests.unit.test_sweep_skip import _sweep_nothing_starts
+
+FILES = {"size_mb": 1, "replicas": 1, "seed": 1}
+
+
+def _study(tmp_path: Path, grid: dict) -> Path:
+    study = {"profile": "t", "profiles": {"t": {"sites": ["local"], "files": FILES,
+                                               "sections": {"jobfill": grid}}}}  # fmt: skip
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(study))
+    return path
+
+
+def test_one_thread_keeps_the_keys_points_had_before_the_axis() -> None:
+    point = Point(section="jobfill", fill=2, cpu_us=200.0)
+    knobs = {k: v for k, v in point.knobs().items() if k not in ("threads", "mt_mode")}
+    old = {k: v for k, v in knobs.items()
+           if v is not None or k not in ("cache_state", "rtt_ms", "bandwidth_mbit", "fileset",
+                                         "trace", "io_scheduler", "filesystem")}  # fmt: skip
+    blob = json.dumps({"site": "s", "files": FILES, "section": "jobfill", "repetition": 0, **old},
+                      sort_keys=True)  # fmt: skip
+    assert point.key("s", FILES) == hashlib.sha256(blob.encode()).hexdigest()[:16]
+    assert Point(section="jobfill", threads=2).key("s", FILES) != point.key("s", FILES)
+
+
+def test_the_grid_expands_threads_and_names_each_points_mode(tmp_path: Path) -> None:
+    grid = {"fill": [1, 2], "threads": [1, 2], "engine": ["root", "uproot"],
+            "mt_mode": ["cluster", "implicit"]}  # fmt: skip
+    points = expand(load_study(_study(tmp_path, grid)), "jobfill")
+    modes = {(p.engine, p.threads, p.mt_mode) for p in points}
+    assert modes == {("root", 1, None), ("root", 2, "cluster"), ("root", 2, "implicit"),
+                     ("uproot", 1, None), ("uproot", 2, "executors")}  # fmt: skip
+    assert len(points) == 2 * len(modes)  # one thread has no mode: its points collapse
+    two = next(p for p in points if p.threads == 2 and p.mt_mode == "implicit")
+    assert two.read_args()[-4:] == ["--threads", "2", "--mt-mode", "implicit"]
+    assert "--threads" not in next(p for p in points if p.threads == 1).read_args()
+
+
+@pytest.mark.parametrize("grid", [{"threads": [0]}, {"threads": [2], "mt_mode": ["tbb"]}])
+def test_the_schema_refuses_bad_threads(tmp_path: Path, grid: dict) -> None:
+    with pytest.raises(InstoreError):
+        load_study(_study(tmp_path, grid))
+
+
+def _parse(*argv: str) -> ReadOptions:
+    return options_from_args(build_parser().parse_args(["read", "/f.root", *argv]))
+
+
+def test_read_parses_threads_and_resolves_the_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(payload_runner, "too_many_threads", lambda *_: None)
+    assert (_parse().threads, _parse().mt_mode) == (1, None)
+    assert _parse("--threads", "2").mt_mode == "cluster"
+    assert _parse("--threads", "2", "--mt-mode", "implicit").mt_mode == "implicit"
+    assert _parse("--engine", "uproot", "--threads", "4").mt_mode == "executors"
+    assert _parse("--threads", "1", "--mt-mode", "implicit").mt_mode is None
+    knobs = _parse("--threads", "2").knobs()
+    assert (knobs["threads"], knobs["mt_mode"]) == (2, "cluster")
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (("--threads", "0"), "below 1"),
+        (("--engine", "uproot", "--threads", "2", "--mt-mode", "implicit"), "no --mt-mode"),
+        (("--threads", "4096"), "the worker has"),
+    ],
+)
+def test_bad_threads_are_one_line_errors(argv: tuple[str, ...], words: str) -> None:
+    with pytest.raises(InstoreError, match=words):
+        _parse(*argv)
+
+
+def test_a_point_with_more_threads_than_cores_is_skipped_saying_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Known from the site file before anything starts; from the workers once they are up."""
+    sections = {"readahead": {"protocol": ["posix"], "threads": [4]}}
+    summary = _sweep_nothing_starts(tmp_path, monkeypatch, sections)
+    assert summary.skipped == {"4 threads per job, the worker has 2 core(s)": 1}
+    assert plan.cluster_skip_reason(Point(section="x", threads=3), workers=1, cores=2)
+    assert plan.cluster_skip_reason(Point(section="x", threads=2), workers=1, cores=2) is None
+
+
+def test_cpu_efficiency_is_over_wall_times_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert cpu_efficiency(3.0, 2.0, 2) == 0.75
+    assert cpu_efficiency(1.0, 0.0, 2) is None
+    monkeypatch.setattr(payload_runner, "too_many_threads", lambda *_: None)
+    before, after = ProcSnapshot(10.0, 1.0, 0.5, 0, 0), ProcSnapshot(12.0, 3.5, 1.0, 0, 0)
+    opts = ReadOptions("/f.root", threads=2)
+    m = payload_runner._measurement(before, after, EngineResult(), 0.0, opts)
+    assert m.cpu_efficiency == pytest.approx(3.0 / (2.0 * 2))
+
+
+def test_split_clusters_covers_every_processed_entry_once() -> None:
+    bounds = [0, 1700, 3400, 5100, 6000]
+    assert split_clusters(bounds, 0, 6000, 1, 2) == [(0, 3400), (3400, 6000)]
+    assert split_clusters([0, 6000], 0, 6000, 1, 2) == [(0, 6000)]  # one cluster: one thread
+    for stride in (1, 3, 7):
+        ranges = split_clusters(bounds, 0, 6000, stride, 3)
+        hits = [e for a, b in ranges for e in range(a, b, stride)]
+        assert hits == list(range(0, 6000, stride))
+
+
+def _read_forked(opts: ReadOptions) -> dict:
+    """``run_read`` in a forked child, as a warm payload runs a job: ROOT's thread safety and
+    implicit multi-threading, once on, stay on in a process, and must not reach other tests."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.write(w, json.dumps(run_read(opts).as_dict()).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        text = f.read()
+    os.waitpid(pid, 0)
+    return json.loads(text)
+
+
+@pytest.mark.parametrize("engine", ["root", "uproot"])
+def test_two_threads_read_what_one_thread_reads(small_files: dict[str, Path], engine: str) -> None:
+    """Entries split by cluster (root) or uproot's executors: the same events and bytes needed,
+    the records say threads and mode, and the CPU of both threads is the job's."""
+    path = str(small_files["ordered"])
+    pattern = Pattern(entry_fraction=0.5, cpu_us=50.0)
+    one = run_read(ReadOptions(path, engine=engine, pattern=pattern)).as_dict()
+    two = _read_forked(ReadOptions(path, engine=engine, pattern=pattern, threads=2))
+    assert one["error"] is None and two["error"] is None, (one["error"], two["error"])
+    for key in ("events", "bytes_needed", "entries", "branches_read"):
+        assert two[key] == one[key], key
+    assert (one["threads"], one["mt_mode"], two["threads"]) == (1, None, 2)
+    assert two["mt_mode"] == {"root": "cluster", "uproot": "executors"}[engine]
+    assert two["threads_used"] == 2 and two["threads_note"] is None
+    assert two["bytes_read"] >= two["bytes_needed"] > 0
+    burnt = two["events"] * 50e-6  # spent on both threads: getrusage counts every thread's CPU
+    assert two["user_s"] + two["sys_s"] >= 0.9 * burnt
+    if engine == "root":  # each thread its own file and cache: their counters are summed
+        assert two["vector_reads"] >= one["vector_reads"]
+        assert sum(two["read_size_hist"].values()) == two["counters"]["perfstats_read_calls"]
+
+
+def test_implicit_mode_reads_what_one_thread_reads(small_files: dict[str, Path]) -> None:
+    """ROOT's implicit multi-threading under TTree::GetEntry: the same events and bytes; the read
+    log is this thread's only (the pool's reads reach no per-thread TTreePerfStats), and says so."""
+    path = str(small_files["ordered"])
+    pattern = Pattern(entry_fraction=0.5)
+    one = run_read(ReadOptions(path, pattern=pattern)).as_dict()
+    two = _read_forked(ReadOptions(path, pattern=pattern, threads=2, mt_mode="implicit"))
+    assert two["error"] is None, two["error"]
+    assert (two["events"], two["bytes_needed"]) == (one["events"], one["bytes_needed"])
+    assert (two["mt_mode"], two["threads_used"]) == ("implicit", 2)
+    assert two["counters"]["read_log_complete"] == 0
+
+
+def test_an_rntuple_split_by_cluster_reads_the_same_entries(tmp_path: Path) -> None:
+    """Each thread its own reader over whole clusters: the same events and bytes needed (bytes
+    read may grow by the cluster a thread's cache reads ahead past its range)."""
+    from tests.unit.test_payload_rntuple import write_root_rntuple
+
+    path = str(write_root_rntuple(tmp_path / "nt.root"))
+    one = run_read(ReadOptions(path)).as_dict()
+    two = _read_forked(ReadOptions(path, threads=2))
+    assert two["error"] is None, two["error"]
+    assert (two["events"], two["bytes_needed"]) == (one["events"], one["bytes_needed"])
+    assert two["threads_used"] == 2 and two["counters"]["nClusterLoaded"] >= 2
+    assert two["bytes_read"] >= one["bytes_read"]
