@@ -9,6 +9,7 @@ import json
 import os
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from instore.cli import build_parser
@@ -190,3 +191,27 @@ def test_an_rntuple_split_by_cluster_reads_the_same_entries(tmp_path: Path) -> N
     assert (two["events"], two["bytes_needed"]) == (one["events"], one["bytes_needed"])
     assert two["threads_used"] == 2 and two["counters"]["nClusterLoaded"] >= 2
     assert two["bytes_read"] >= one["bytes_read"]
+
+
+def test_the_jobfill_page_puts_jobs_of_two_threads_beside_two_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1 job x 2 threads and 2 jobs x 1 thread ask the same cores: the table says so, and the
+    figure's x is the cores asked once the section has jobs of more than one thread."""
+    from instore.report import sections, show
+    from instore.summary.command import summarize, write
+
+    from tests.unit.data.records import rows, write_results
+
+    old = rows().query("site == 'fixture-cold' and section == 'jobfill'")
+    two = old[old["fill"] == 1].assign(threads=2, mt_mode="cluster",
+                                       point_key=lambda f: f["point_key"] + "-t2")  # fmt: skip
+    results = write_results(tmp_path, pd.concat([old, two], ignore_index=True))
+    write(results, "fixture-cold", *summarize(results, "fixture-cold"))
+    shown: list[str] = []
+    monkeypatch.setattr(show, "_display", shown.append)
+    view = sections.SiteView.load("fixture-cold", results)
+    sections.jobfill_table(view)
+    sections.jobfill(view)
+    assert "cores asked (jobs x threads)" in shown[0] and "threads per job" in shown[0]
+    assert any(m.startswith("<figure") for m in shown[1:])

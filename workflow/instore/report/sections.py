@@ -265,8 +265,9 @@ def jobfill_table(view: SiteView) -> None:
     """Per-job CPU efficiency and aggregate event rate per fill (the seeds' 1/2/8 jobs table)."""
     if not _has(view, "jobfill"):
         return
-    pts = view.points("jobfill")
-    cols = {"fill": "jobs per node", "cpu_us": "CPU per event (us)", "cache": "cache",
+    pts = _with_cores(view.points("jobfill"))
+    cols = {"fill": "jobs per node", "threads": "threads per job", "mt_mode": "threads used by",
+            "cores": "cores asked (jobs x threads)", "cpu_us": "CPU per event (us)", "cache": "cache",
             "layout": "layout", "protocol": "protocol", "fixed_time_s": "fixed time (s)",
             "cpu_efficiency_median": "CPU efficiency per job",
             "event_rate_hz_median": "events/s per job",
@@ -278,24 +279,38 @@ def jobfill_table(view: SiteView) -> None:
 
 
 def _with_workload(frame: pd.DataFrame) -> pd.DataFrame:
-    """A ``workload`` column naming what each job does: protocol and CPU per event."""
+    """A ``workload`` column naming what each job does: protocol and CPU per event (and its
+    threads, where the section has jobs of more than one)."""
     labels = [
         f"{p}, {c:g} us CPU/event" for p, c in zip(frame["protocol"], frame["cpu_us"], strict=True)
     ]
+    if frame["threads"].nunique() > 1:
+        labels = [f"{w}, {t} thread(s)/job" for w, t in zip(labels, frame["threads"], strict=True)]
     return frame.assign(workload=labels)
+
+
+def _with_cores(frame: pd.DataFrame) -> pd.DataFrame:
+    """Threads per job (1 where records predate the axis), how they were used, and the cores a
+    point asks of a node: jobs x threads, so 1 job of 2 threads sits beside 2 jobs of 1."""
+    threads = frame["threads"].fillna(1).astype(int) if "threads" in frame else 1
+    mode = frame["mt_mode"].fillna("") if "mt_mode" in frame else ""
+    return frame.assign(threads=threads, mt_mode=mode, cores=frame["fill"] * threads)
 
 
 def jobfill(view: SiteView) -> None:
     if not _has(view, "jobfill"):
         return
-    pts = _with_workload(view.points("jobfill"))
+    pts = _with_workload(_with_cores(view.points("jobfill")))
     style = "cache" if pts["cache"].nunique() > 1 else None
+    # jobs of several threads: against the cores asked, so 1 x 2 and 2 x 1 share an x
+    x, words = ("cores", "cores asked (jobs x threads)") if pts["threads"].nunique() > 1 else (
+        "fill", "concurrent jobs per node")  # fmt: skip
     fig, axes = panels(2)
-    interval_lines(axes[0], pts, "fill", "cpu_efficiency", "workload", style=style)
-    axes[0].set(xlabel="concurrent jobs per node", ylabel="CPU efficiency per job", ylim=(0, 1.05))
-    interval_lines(axes[1], pts, "fill", "aggregate_event_rate_hz", "workload", style=style)
-    axes[1].set(xlabel="concurrent jobs per node", ylabel="events/s, all jobs")
-    fills = sorted(pts["fill"].unique())
+    interval_lines(axes[0], pts, x, "cpu_efficiency", "workload", style=style)
+    axes[0].set(xlabel=words, ylabel="CPU efficiency per job (over wall x threads)", ylim=(0, 1.05))
+    interval_lines(axes[1], pts, x, "aggregate_event_rate_hz", "workload", style=style)
+    axes[1].set(xlabel=words, ylabel="events/s, all jobs")
+    fills = sorted(pts[x].unique())
     for ax in axes:
         ax.set_xticks(fills, [str(f) for f in fills])
     axes[0].legend(fontsize=8)

@@ -265,6 +265,8 @@ def jobfill(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendat
     per workload (CPU per event) when the grid has several: CPU-heavy jobs hide the storage
     that light ones are starved by. Each efficiency quoted with its interval."""
     part = ok_points(stats, "jobfill")
+    if "threads" in part:  # jobs per node is asked of one-thread jobs, as the seeds ran them
+        part = part[part["threads"].fillna(1) == 1]
     workloads = sorted(part["cpu_us"].dropna().unique()) if "cpu_us" in part else []
     groups = (
         [(w, part[part["cpu_us"] == w]) for w in workloads]
