@@ -131,23 +131,27 @@ def test_single_stream_trace_is_the_serial_plan() -> None:
 
 
 def test_recorded_two_thread_rdataframe_job() -> None:
-    """A real recording (ROOT 6.40, EnableImplicitMT(2), over root://): the metadata open,
-    the data frame's open kept to the end, then a file object per task, two at a time."""
-    files, requests, _ = parse_csv((DATA / "rdf-mt2-xrdcl.csv").read_text(), "t")
-    assert len(files) == 1 and concurrent_objects(requests)
-    handles = sorted({r.handle for r in requests})
-    assert len(handles) == 6
+    """A real recording (ROOT 6.40, EnableImplicitMT(2), over root://): the main thread opens
+    the file for the tree's metadata, then for the data frame (read between the first's reads
+    and its Close, kept open to the job's end), then once more; then a file object per task,
+    two at a time. Two streams: the main thread's with its tasks', and the other thread's."""
+    _, requests, _ = parse_csv((DATA / "rdf-mt2-xrdcl.csv").read_text(), "t")
+    assert concurrent_objects(requests)
     stream_of = group_handles(requests)
-    assert len(set(stream_of.values())) == 3
+    assert len(stream_of) == 6
+    main_thread = {h for h, k in stream_of.items() if k == stream_of[1]}
+    assert main_thread == {1, 2, 3, 4, 6} and set(stream_of.values()) == {0, 1}
     p = plan(requests, think_times(requests))
-    assert sorted(len(s) for s in p.streams) == [8, 9, 34]
+    assert sorted(len(s) for s in p.streams) == [9, 42]
     assert p.side_by_side == p.overlapping > 0 and p.serialised == 0
-    # the data frame's open is closed last, after both task streams have ended
+    # the data frame's file is closed last, after the other thread's stream has ended
     final = len(requests) - 1
-    assert requests[final].op == "Close" and len(p.waits[final]) == 2
-    # the second task stream starts after what came before it in the job (the JIT's end)
-    second = min((s for s in p.streams if len(s) == 9), key=len)[0]
-    assert requests[second].op == "Open" and p.waits[second]
+    assert requests[final].op == "Close" and requests[final].handle == 2
+    assert [stream_of[requests[i].handle] for i in p.waits[final]] == [stream_of[5]]
+    # the other thread starts after what came before it on the main thread (the JIT's end)
+    other = next(s for s in p.streams if len(s) == 9)[0]
+    assert requests[other].op == "Open" and p.waits[other]
+    assert requests[p.waits[other][0]].end < requests[other].start
     assert all(b >= 0 for b in p.before)
 
 

@@ -10,12 +10,14 @@ to read the tree's metadata, once for the data frame (open until the job's end),
 the main thread, then once per task, the two threads' tasks open together, their requests in
 flight at the same moments, each task's requests under its own object id.
 
-An object id is not a thread, though: that job's main thread held two files open at once, as
-a single-threaded job reading friends or a chain does. So the timestamps decide first: a trace
-in which no two file objects ever had requests in flight at the same moment (one issued before
-the other's response came) is one stream, replayed exactly as before. Otherwise the handles
-are grouped by their lifetime (open to close): a handle joins the stream whose last handle
-closed most recently before it opened (as a thread takes its next task), or starts a stream.
+An object id is not a thread, though: that job's main thread held two files open at once (it
+read the second between the first's reads and its Close), as a single-threaded job reading
+friends or a chain does. So the timestamps decide first: a trace in which no two file objects
+ever had requests in flight at the same moment (one issued before the other's response came)
+is one stream, replayed exactly as before. Otherwise the handles are grouped: a handle holds
+its stream from its Open to its last read (its Close, maybe at the job's end, stays in that
+stream), and joins a stream whose handles are all done reading, the one that answered last
+(as a thread takes its next task when it closed its last), or starts one.
 
 Within a stream each request waits for the stream's earlier ones (closed loop) plus its think
 time. Across streams a request also waits for what it followed in the job: a stream's first
@@ -30,6 +32,7 @@ replayed one after another, as ``--serialise`` replays the whole trace, and the 
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -91,20 +94,35 @@ def concurrent_objects(requests: Sequence[Request]) -> bool:
 
 
 def group_handles(requests: Sequence[Request]) -> dict[int, int]:
-    """handle -> stream: each handle, in order of opening, joins the stream whose last handle
-    closed latest before it opened, or starts one (interval partitioning by lifetime)."""
-    span: dict[int, list[float]] = {}
+    """handle -> stream. A handle occupies its stream from its Open to its last request but a
+    Close (a file kept open to the job's end holds no thread); each, in order of opening, joins
+    a stream none of whose handles is still reading then, the one whose last response (Closes
+    included) came latest (the thread that just finished a task takes the next), or starts one."""
+    reading: dict[int, list[float]] = {}
     for r in requests:
-        life = span.setdefault(r.handle, [r.start, r.end])
-        life[1] = max(life[1], r.end)
+        span = reading.setdefault(r.handle, [r.start, r.end])
+        if r.op != "Close":
+            span[1] = max(span[1], r.end)
+    ends_of: dict[int, list[float]] = defaultdict(list)
+    for r in requests:
+        ends_of[r.handle].append(r.end)
     stream_of: dict[int, int] = {}
-    free_at: list[float] = []  # each stream's last handle's end
-    for handle, (start, end) in sorted(span.items(), key=lambda kv: kv[1][0]):
-        free = [(t, k) for k, t in enumerate(free_at) if t <= start]
-        k = max(free)[1] if free else len(free_at)
-        if k == len(free_at):
-            free_at.append(end)
-        free_at[k] = end
+    busy_until: list[float] = []  # each stream's handles' latest reading end
+    ends: list[list[float]] = []  # each stream's responses, sorted
+
+    def last_before(k: int, t: float) -> float:
+        i = bisect.bisect_right(ends[k], t)
+        return ends[k][i - 1] if i else float("-inf")
+
+    for handle, (start, read_end) in sorted(reading.items(), key=lambda kv: kv[1][0]):
+        free = [k for k, busy in enumerate(busy_until) if busy <= start]
+        k = max(free, key=lambda k: last_before(k, start)) if free else len(busy_until)
+        if k == len(busy_until):
+            busy_until.append(read_end)
+            ends.append([])
+        busy_until[k] = max(busy_until[k], read_end)
+        for end in ends_of[handle]:
+            bisect.insort(ends[k], end)
         stream_of[handle] = k
     return stream_of
 
@@ -179,6 +197,10 @@ def stream_plan(requests: Sequence[Request], think: ThinkTimes) -> Plan:
         waits.append(tuple(sorted(deps)))
         own_end[k] = max(own_end.get(k, r.end), r.end)
     serialised, side_by_side = _overlaps(requests, key)
+    if serialised and cause is None:
+        cause = (f"{serialised} of {len(requests)} requests were issued while another of the same "
+                 "stream (files one thread had open in turn) was in flight: replayed one after "
+                 "another -- nothing to do, unless the job opened them from several threads")  # fmt: skip
     return Plan(tuple(tuple(s) for s in streams), tuple(before), tuple(waits),
                 think.overlapping, side_by_side, serialised, cause if serialised else None)  # fmt: skip
 
