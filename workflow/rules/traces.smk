@@ -1,7 +1,7 @@
-# Real analyses (analyses/: an RDataFrame and an uproot one), each recorded once with XRootD's
-# recorder (`instore record`) reading replica 0 of its file set on a fast site (lan-ssd: the
-# recorded gaps between reads are then the job's own CPU), and replayed by the `replay`
-# section on every site. Each job runs once unrecorded first (--warm-up 1): the trace then has
+# Real analyses (analyses/: an RDataFrame, an uproot and a coffea one), each recorded once with
+# XRootD's recorder (`instore record`) reading replica 0 of its file set on a fast site (lan-ssd:
+# the recorded gaps between reads are then the job's own CPU), and replayed by the `replay`
+# section on its sites. Each job runs once unrecorded first (--warm-up 1): the trace then has
 # the job's think times with its software warm, as on a worker node that ran it before. A
 # recording brings its site up, so it takes every core: it never overlaps a sweep. Each trace
 # lives beside the files, where every job sees it.
