@@ -198,11 +198,14 @@ def stream_plan(requests: Sequence[Request], think: ThinkTimes) -> Plan:
         own_end[k] = max(own_end.get(k, r.end), r.end)
     serialised, side_by_side = _overlaps(requests, key)
     if serialised and cause is None:
-        cause = (f"{serialised} of {len(requests)} requests were issued while another of the same "
-                 "stream (files one thread had open in turn) was in flight: replayed one after "
-                 "another -- nothing to do, unless the job opened them from several threads")  # fmt: skip
+        cause = (
+            f"{serialised} of {len(requests)} requests were issued while another of the same "
+            "stream (files one thread had open in turn) was in flight: replayed one after "
+            "another -- nothing to do, unless the job opened them from several threads"
+        )
+    reason = cause if serialised else None
     return Plan(tuple(tuple(s) for s in streams), tuple(before), tuple(waits),
-                think.overlapping, side_by_side, serialised, cause if serialised else None)  # fmt: skip
+                think.overlapping, side_by_side, serialised, reason)  # fmt: skip
 
 
 def plan(requests: Sequence[Request], think: ThinkTimes, serialise: bool = False) -> Plan:
