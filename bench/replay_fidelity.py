@@ -8,7 +8,7 @@ replay the traces `make study` left in data/files/traces/ instead; this VM's CPU
 for: the site is brought up with the analysis's file; the real analysis runs there over
 root:// (``instore record --site``: its wall is the truth) and the lan-ssd trace is replayed
 there closed-loop (``instore replay --site``), each with the data cold and the software warm
-(the caches dropped, then ROOT and uproot loaded once, as a site's CVMFS cache holds them),
+(the caches dropped, then the analysis run once on a local copy, as a site's CVMFS cache holds its software),
 alternating, ``--runs`` times.
 Reported: the medians and the predicted / real ratio (target: within 15%). With ``--xcache`` on a site that has one, the
 replay and the real run also go through its XCache, warmed by a first read.
@@ -60,6 +60,12 @@ MT_TRACES = {"agc-rdf-mt2": ("agc-rdf", ["--threads", "2"])}
 def instore(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "instore.cli", *args], capture_output=True,
                           text=True, check=False, cwd=REPO)  # fmt: skip
+
+
+def threads(spec: dict) -> int:
+    """The threads the analysis runs with (its --threads argument; none: 1)."""
+    args = spec.get("args", [])
+    return int(args[args.index("--threads") + 1]) if "--threads" in args else 1
 
 
 def job(spec: dict, tree: str) -> list[str]:
@@ -145,7 +151,7 @@ def measure(site: str, protocol: str, name: str, trace: Path, spec: dict, tree: 
     row = {"trace": name, "trace_dir": str(trace), "site": site_label(site), "protocol": protocol, "real_wall_s": real,
            "real_cpu_s": cpu, "recorded_cpu_s": recorded_cpu,
            "replay_wall_s": pred, "real_median_s": r, "replay_median_s": p,
-           "predicted_over_real": p / r, "replay_streams": streams,
+           "predicted_over_real": p / r, "replay_streams": streams, "threads": threads(spec),
            "serial_replay_wall_s": serial or None,
            "serial_over_real": statistics.median(serial) / r if serial else None,
            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
@@ -210,7 +216,8 @@ def measure_site(
                 except RunFailed as err:  # kept, with why: a result, not a crash
                     print(err, flush=True)
                     save({"trace": name, "site": site_label(site), "protocol": protocol,
-                          "error": str(err)})  # fmt: skip
+                          "error": str(err),
+                          "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})  # fmt: skip
     finally:
         down = instore("site", "down", site)
         if down.returncode != 0:
@@ -232,7 +239,8 @@ def main() -> None:
                     "rows of the results file")  # fmt: skip
     args = ap.parse_args()
     study = yaml.safe_load((REPO / "config" / "study.yaml").read_text())["profiles"]["full"]
-    traces = {n: s for n, s in study["traces"].items() if n in ("agc-rdf", "agc-uproot")}
+    analyses = ("agc-rdf", "agc-uproot", "agc-coffea")  # the load trace is uproot's again
+    traces = {n: s for n, s in study["traces"].items() if n in analyses}
     traces |= {
         n: {**study["traces"][base], "args": extra} for n, (base, extra) in MT_TRACES.items()
     }
