@@ -192,7 +192,7 @@ def _measure(
 
     live = SimpleNamespace(config=SimpleNamespace(name="local"), heal=list)
     run = SimpleNamespace(live=live, summary=SweepSummary("local"), opts=opts, workers=["w"],
-                          series=planned.series, noise=noise, store=store)  # fmt: skip
+                          series=planned.series, noise=noise, store=store, cores=None)  # fmt: skip
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(runner, "_run_point", run_point)
         runner._measure(run, planned.todo)  # type: ignore[arg-type]
