@@ -168,7 +168,7 @@ def job_launch() -> str:
 def _fidelity_when(d: dict[str, Any]) -> str:
     """When the rows were measured: one time, or each trace's when a run measured some only."""
     when: dict[str, str] = {}
-    for r in d["rows"]:
+    for r in (r for r in d["rows"] if "error" not in r):
         stamp = r.get("measured_at") or d["measured_at"]
         name = TRACE_NAMES.get(r["trace"], r["trace"])
         when[name] = min(when.get(name, stamp), stamp)
@@ -204,7 +204,8 @@ def replay_fidelity() -> str:
         f"software warm; medians of {d['runs']}. The recorded CPU: "
         + ", ".join(f"{TRACE_NAMES.get(k, k)} {v['cpu_s']:.2f} s" for k, v in d["recorded"].items())
         + ". *Waiting* is the wall minus the job's CPU (for the replay, the recorded CPU): "
-        "what the storage added. A multi-threaded job's replay issues the streams of its "
+        "what the storage added (a job of n threads: the wall minus its CPU over n). A "
+        "multi-threaded job's replay issues the streams of its "
         "threads side by side; *serialised* is the same trace replayed one request after "
         "another (`instore replay --serialise`), as a replay that ignores the threads would "
         "predict (a single-threaded trace is one stream: both are the same).\n\n"
@@ -218,6 +219,7 @@ def replay_fidelity() -> str:
         site = SITE_NAMES.get(r["site"], r["site"])
         where = f"warm XCache, {site}" if r["protocol"] == "xcache" else site
         streams = max((s.get("streams") or 1 for s in r.get("replay_streams") or []), default=1)
+        n = r.get("threads", 1)
         rows.append([
             TRACE_NAMES.get(r["trace"], r["trace"]),
             where,
@@ -226,7 +228,8 @@ def replay_fidelity() -> str:
             f"{replay:.2f} s" + (f" ({streams} streams)" if streams > 1 else ""),
             f"{replay / real_wall:.2f}",
             f"{statistics.median(serial) / real_wall:.2f}" if serial else "same",
-            f"{max(0.0, real_wall - real_cpu):.2f} s, {max(0.0, replay - r['recorded_cpu_s']):.2f} s",
+            f"{max(0.0, real_wall - real_cpu / n):.2f} s, "
+            f"{max(0.0, replay - r['recorded_cpu_s'] / n):.2f} s",
         ])  # fmt: skip
     head = ["analysis", "site", "real wall", "real CPU", "replay wall", "replay / real",
             "serialised / real", "waiting: real, replay"]  # fmt: skip
