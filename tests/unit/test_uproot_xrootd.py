@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import uproot
 import uproot.source.fsspec
 from instore import uproot_xrootd
@@ -46,3 +47,45 @@ def test_uproot_still_reads_a_tree_with_it(tmp_path: Path) -> None:
     steps = list(uproot.iterate(f"{path}:Events", ["x"], step_size="10 kB",
                                 handler=uproot.source.fsspec.FSSpecSource))  # fmt: skip
     assert sum(len(s) for s in steps) == 10000 and len(steps) > 1
+
+
+def test_the_payloads_xrootd_backend_hands_python_ints_to_the_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """instore's own uproot source (the uproot engine) reads through XRootDBackend: NumPy
+    offsets from uproot reach the binding as Python ints, as it requires."""
+    from instore.payload.source import xrootd as backend
+
+    calls: list[tuple[str, Any]] = []
+
+    class Status:
+        ok, message = True, ""
+
+    class Info:
+        size = 1000
+
+    class FakeFile:
+        def open(self, url: str, timeout: int) -> tuple[Status, None]:
+            return Status(), None
+
+        def stat(self, timeout: int) -> tuple[Status, Info]:
+            return Status(), Info()
+
+        def read(self, offset: Any, size: Any, timeout: int) -> tuple[Status, bytes]:
+            if type(offset) is not int or type(size) is not int:  # as the binding refuses
+                raise TypeError("integer argument expected for offset")
+            calls.append(("read", (offset, size)))
+            return Status(), b"x" * size
+
+        def vector_read(self, chunks: list, timeout: int) -> tuple[Status, Any]:
+            assert all(type(a) is int and type(n) is int for a, n in chunks)
+            calls.append(("vector_read", chunks))
+            return Status(), type("I", (), {"chunks": [type("C", (), {"buffer": b"y" * n})()
+                                                       for _, n in chunks]})()  # fmt: skip
+
+    monkeypatch.setattr(backend.client, "File", FakeFile)
+    source = backend.XRootDBackend("root://h//f", 5)
+    seek = np.array([100, 300, 600], dtype=">i8")
+    assert source.read_ranges([(seek[0], seek[0] + 18)]) == [b"x" * 18]
+    assert source.read_ranges([(seek[1], seek[1] + 4), (seek[2], seek[2] + 2)]) == [b"yyyy", b"yy"]
+    assert calls == [("read", (100, 18)), ("vector_read", [(300, 4), (600, 2)])]
