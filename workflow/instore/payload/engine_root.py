@@ -185,6 +185,7 @@ def _run_tree(
     chosen = select_branches(names, counters, pattern.branches)
     first, stop, stride = entry_selection(int(tree.GetEntries()), pattern)
     log = cpp.ReadLog("instore_perf", tree)
+    calls_before = int(f.GetReadCalls())
     if mt_mode == IMPLICIT:
         # branches are unzipped on the pool's threads: their unzip events would reach the
         # TTreePerfStats concurrently, and their reads (gPerfStats is per thread) not at all.
@@ -224,7 +225,9 @@ def _run_tree(
             "perfstats_disk_s": float(log.GetDiskTime()),
             "perfstats_unzip_s": float(log.GetUnzipTime()),
             "unzipped_bytes": int(loop.unzipped_bytes),
-            "read_log_complete": int(mt_mode != IMPLICIT),
+            # every read the file made since the log was attached is in it (implicit MT: the
+            # pool's reads are not, unless the TTreeCache's fills all ran on this thread)
+            "read_log_complete": int(len(log.offsets) == int(f.GetReadCalls()) - calls_before),
         },
     )
 
