@@ -203,6 +203,7 @@ def test_the_jobfill_page_puts_jobs_of_two_threads_beside_two_jobs(
     figure's x is the cores asked once the section has jobs of more than one thread."""
     from instore.report import sections, show
     from instore.summary.command import summarize, write
+    from instore.summary.recommend import jobfill
 
     from tests.unit.data.records import rows, write_results
 
@@ -218,3 +219,6 @@ def test_the_jobfill_page_puts_jobs_of_two_threads_beside_two_jobs(
     sections.jobfill(view)
     assert "cores asked (jobs x threads)" in shown[0] and "threads per job" in shown[0]
     assert any(m.startswith("<figure") for m in shown[1:])
+    advice = jobfill(view.stats)
+    assert "1 job(s) of 2 threads (cluster) process" in advice.text
+    assert "the events/s of 2 one-thread jobs on the same cores" in advice.text

@@ -260,11 +260,31 @@ def _worst_per_fill(rows: pd.DataFrame) -> tuple[pd.Series, dict[int, str]]:
     return eff, shown
 
 
+def _slots(points: pd.DataFrame, one_thread: pd.DataFrame) -> list[tuple[str, str, Ratio]]:
+    """Jobs of several threads against as many one-thread jobs on the same cores (1 x 2 against
+    2 x 1): the aggregate event rate's ratio, a winner named only when its interval excludes 1."""
+    if "threads" not in points:
+        return []
+    out = []
+    for _, mt in points[points["threads"].fillna(1) > 1].iterrows():
+        fill, threads = int(mt["fill"]), int(mt["threads"])
+        same = one_thread[one_thread["fill"] == fill * threads]
+        if same.empty:
+            continue
+        r = ratio(mt.to_frame().T, same, "aggregate_event_rate_hz")
+        verdict = f" ({NO_DIFFERENCE})" if r.has_interval and not r.differs else ""
+        out.append((f"{fill}x{threads}", f"{fill} job(s) of {threads} threads "
+                    f"({mt.get('mt_mode') or 'cluster'}) process {r.text()} the events/s of "
+                    f"{fill * threads} one-thread jobs on the same cores{verdict}", r))  # fmt: skip
+    return out
+
+
 def jobfill(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendation | None:
     """The most jobs per node whose every job still keeps a median efficiency above ``floor``,
     per workload (CPU per event) when the grid has several: CPU-heavy jobs hide the storage
     that light ones are starved by. Each efficiency quoted with its interval."""
-    part = ok_points(stats, "jobfill")
+    everything = ok_points(stats, "jobfill")
+    part = everything
     if "threads" in part:  # jobs per node is asked of one-thread jobs, as the seeds ran them
         part = part[part["threads"].fillna(1) == 1]
     workloads = sorted(part["cpu_us"].dropna().unique()) if "cpu_us" in part else []
@@ -281,6 +301,12 @@ def jobfill(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendat
         prefix = "" if cpu_us is None else f"with {cpu_us:g} us of CPU per event, "
         phrases.append(prefix + _fill_phrase(eff, shown, floor))
         evidence["efficiency_by_fill"][str(cpu_us)] = {int(k): float(v) for k, v in eff.items()}
+    for cpu_us, rows in groups:
+        mine = everything if cpu_us is None else everything[everything["cpu_us"] == cpu_us]
+        prefix = "" if cpu_us is None else f"with {cpu_us:g} us of CPU per event, "
+        for slot, words, r in _slots(mine, rows):
+            phrases.append(prefix + words)
+            evidence.setdefault("threads_over_jobs", {})[f"{cpu_us} {slot}"] = as_evidence(r)
     if not phrases:
         return None
     return Recommendation(
