@@ -222,3 +222,12 @@ def test_the_jobfill_page_puts_jobs_of_two_threads_beside_two_jobs(
     advice = jobfill(view.stats)
     assert "1 job(s) of 2 threads (cluster) process" in advice.text
     assert "the events/s of 2 one-thread jobs on the same cores" in advice.text
+
+
+def test_compare_matches_one_thread_points_with_runs_from_before_threads() -> None:
+    from instore.summary.baseline import keys
+
+    old = pd.DataFrame([{"site": "s", "section": "jobfill", "fill": 2}])
+    new = old.assign(threads=1, mt_mode=None)
+    assert keys(old).iloc[0] == keys(new).iloc[0]
+    assert keys(new.assign(threads=2, mt_mode="cluster")).iloc[0] != keys(old).iloc[0]

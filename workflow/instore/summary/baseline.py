@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from instore.errors import InstoreError
-from instore.study.grid import KNOBS, Point
+from instore.study.grid import KEYED_IF_SET, KNOBS, Point
 
 # a ratio without an interval names no change: it says "one measurement"
 from instore.summary.interval import ONE_MEASUREMENT, Ratio, change, ratio_interval
@@ -66,13 +66,24 @@ def _value(value: Any) -> Any:
 
 
 def keys(frame: pd.DataFrame) -> pd.Series:
-    """Each point's identity: its GROUP values (a knob a run's summary lacks counts as unset)."""
+    """Each point's identity: its GROUP values (a knob a run's summary lacks counts as unset,
+    and so does a knob added later at its default: 1 thread matches a run from before threads)."""
     columns = [c if c in frame else None for c in GROUP]
     return pd.Series(
-        [tuple(_value(row[c]) if c else None for c in columns) for _, row in frame.iterrows()],
+        [
+            tuple(_key_value(c, row[c]) if c else None for c in columns)
+            for _, row in frame.iterrows()
+        ],
         index=frame.index,
         dtype=object,
     )
+
+
+def _key_value(column: str, value: Any) -> Any:
+    value = _value(value)
+    if column in KEYED_IF_SET and value == getattr(Point(section=""), column):
+        return None
+    return value
 
 
 _FIELDS = {f.name for f in fields(Point)}

@@ -39,7 +39,7 @@ def read_probes(results: str | Path, site: str) -> pd.DataFrame:
 
 def _label(row: pd.Series) -> str:
     """The point's knobs as the sweep names it (``layout=unordered cache_mb=0``)."""
-    knobs = {k: (None if pd.isna(row[k]) else row[k]) for k in KNOBS if k in row.index}
+    knobs = {k: row[k] for k in KNOBS if k in row.index and not pd.isna(row[k])}  # NaN: unset
     return Point(section=str(row["section"]), **knobs).label()
 
 
