@@ -192,6 +192,8 @@ def points(rows: pd.DataFrame) -> pd.DataFrame:
     limits = _limits(rows)
     rows = rows.assign(**{k: rows[k].fillna(SITES_OWN) if k in rows else SITES_OWN
                           for k in DISK_KNOBS})  # fmt: skip
+    if "threads" in rows:  # records from before the threads axis: one thread
+        rows = rows.assign(threads=rows["threads"].fillna(1))
     keys = [k for k in (*KNOBS, "jobs") if k in rows.columns]
     frame = pd.DataFrame(
         [_point(group, limits) for _, group in rows.groupby(keys, dropna=False, sort=False)]
