@@ -3,7 +3,7 @@ test name, a small disk, posix only), the second time with the disk's random-rea
 by 20% (150 -> 120, the blkio throttle). The IOPS-bound point (the unordered file, cache off)
 comes out slower with intervals that exclude 1; the CPU-bound point (the ordered file, cache
 on, 200 us of CPU per event) comes out unchanged, within the noise; a results directory compared with itself has
-every point unchanged. Two points of 3 repetitions each: the smallest sweep that shows it.
+every point unchanged. Two points of 2 repetitions each: the smallest sweep that shows it.
 Needs root."""
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ def site_file(directory: Path, read_iops: int) -> Path:
 
 
 def study_file(tmp_path: Path) -> Path:
-    """The quick profile's kind of files (9 MB, 2 MB clusters), 3 repetitions a point."""
+    """The quick profile's kind of files (9 MB, 2 MB clusters), 2 repetitions a point."""
     profile = {"sites": [SITE], "files": {"size_mb": 9, "replicas": 1, "seed": 7, "cluster_mb": 2},
-               "repetitions": 3, "timeout_s": 120, "retries": 0, "sections": SECTIONS}  # fmt: skip
+               "repetitions": 2, "timeout_s": 120, "retries": 0, "sections": SECTIONS}  # fmt: skip
     path = tmp_path / "study.yaml"
     path.write_text(yaml.safe_dump({"profile": "t", "profiles": {"t": profile}}))
     return path
