@@ -164,6 +164,7 @@ def test_two_threads_read_what_one_thread_reads(small_files: dict[str, Path], en
     if engine == "root":  # each thread its own file and cache: their counters are summed
         assert two["vector_reads"] >= one["vector_reads"]
         assert sum(two["read_size_hist"].values()) == two["counters"]["perfstats_read_calls"]
+        assert two["counters"]["read_log_complete"] == 1  # each thread's reads in its own log
 
 
 def test_implicit_mode_reads_what_one_thread_reads(small_files: dict[str, Path]) -> None:

@@ -264,19 +264,22 @@ def _run_tree_threads(
     first, stop, stride = entry_selection(int(tree.GetEntries()), pattern)
     bounds = [int(b) for b in cpp.cluster_bounds(tree)]
     ranges = split_clusters(bounds, first, stop, stride, client.threads) or [(first, stop)]
-    files, trees = [f], [tree]
+    files, trees, logs = [f], [tree], []
     try:
         for _ in ranges[1:]:
             files.append(_open(url))
             trees.append(_get_tree(files[-1], url, obj))
         open_s = time.perf_counter() - t0
-        logs = [cpp.ReadLog(f"instore_perf_{k}", t) for k, t in enumerate(trees)]
+        logs += [cpp.ReadLog(f"instore_perf_{k}", t) for k, t in enumerate(trees)]
+        calls_before = sum(int(x.GetReadCalls()) for x in files)
         cache = -1 if client.cache_bytes is None else client.cache_bytes
         vec = ROOT.std.vector("std::string")(chosen)
         loops = _parallel(trees, logs, vec, ranges, stride, pattern.cpu_us, cache)
         errors = [str(loop.error) for loop in loops if loop.error]
         if errors:
             raise OSError(errors[0])
+        calls = sum(int(x.GetReadCalls()) for x in files)
+        logged = sum(len(log.offsets) for log in logs)
         return EngineResult(
             tree=obj.path,
             format=obj.format,
@@ -299,12 +302,13 @@ def _run_tree_threads(
                 "perfstats_disk_s": sum(float(log.GetDiskTime()) for log in logs),
                 "perfstats_unzip_s": sum(float(log.GetUnzipTime()) for log in logs),
                 "unzipped_bytes": sum(int(loop.unzipped_bytes) for loop in loops),
-                "read_log_complete": 1,
+                "read_log_complete": int(logged == calls - calls_before),
             },
             threads_used=len(ranges),
             threads_note=threads_note(client.threads, len(ranges), len(bounds) - 1),
         )
     finally:
+        logs.clear()  # each TTreePerfStats goes before its tree does
         for extra in files[1:]:
             ROOT.SetOwnership(extra, True)
             extra.Close()
