@@ -15,7 +15,7 @@ from markdown.extensions.toc import slugify
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
-GENERATORS = ("docs/gen/reference.py", "docs/gen/results.py")
+GENERATORS = ("docs/gen/reference.py", "docs/gen/results.py", "docs/gen/study.py")
 LINK = re.compile(r"Documentation: docs/commands\.md#([a-z0-9-]+)")
 
 
@@ -30,7 +30,9 @@ def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-@pytest.mark.parametrize("page", ["study-file.md", "site-file.md", "commands.md", "results.md"])
+@pytest.mark.parametrize(
+    "page", ["study-file.md", "site-file.md", "commands.md", "results.md", "study-results.md"]
+)
 def test_generated_page_is_current(regenerated: Path, page: str) -> None:
     fresh = (regenerated / page).read_text()
     committed = (DOCS / page).read_text() if (DOCS / page).is_file() else ""
