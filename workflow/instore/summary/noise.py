@@ -100,14 +100,17 @@ def drift_summary(results: str | Path, site: str) -> DriftSummary:
 
 def probe_figures(results: str | Path, site: str) -> dict[str, tuple[float, float]]:
     """Per probe figure (``cpu_s``, ``read_s``): the median over every probe a site's sweeps
-    took and its spread, half the range over the median (NaN: no probes)."""
+    took and its spread: the median absolute deviation over the median, scaled by 1.4826 to a
+    standard deviation's size (robust: one probe caught behind a burst of writes does not make
+    the whole run noisy; NaN: fewer than two probes)."""
     probes = read_probes(results, site)
     out = {}
     for column in ("cpu_s", "read_s"):
         values = pd.to_numeric(probes.get(column, pd.Series(dtype=float)), errors="coerce")
         values = values.dropna()
         median = float(values.median()) if len(values) else math.nan
-        spread = (values.max() - values.min()) / 2 / median if len(values) > 1 else math.nan
+        mad = (values - median).abs().median() if len(values) > 1 else math.nan
+        spread = 1.4826 * mad / median if len(values) > 1 else math.nan
         out[column] = (median, float(spread))
     return out
 
