@@ -133,6 +133,7 @@ def measure(site: str, protocol: str, name: str, trace: Path, spec: dict, tree: 
     streams) its serialising replay, each with the data cold and the software warm."""
     file = DATA / json.loads((trace / "trace.json").read_text())["recorded_on"]["files"][0]
     real, pred, serial, cpu, streams = [], [], [], [], []
+    load_before = os.getloadavg()  # the machine's load: other work on it slows the real job
     with tempfile.TemporaryDirectory(prefix="instore-fidelity-") as tmp:
         for k in range(runs):
             drop_caches(spec, tree, file)
@@ -154,7 +155,8 @@ def measure(site: str, protocol: str, name: str, trace: Path, spec: dict, tree: 
            "predicted_over_real": p / r, "replay_streams": streams, "threads": threads(spec),
            "serial_replay_wall_s": serial or None,
            "serial_over_real": statistics.median(serial) / r if serial else None,
-           "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
+           "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "load_avg_before": load_before, "load_avg_after": os.getloadavg()}  # fmt: skip
     also = f", serialised {statistics.median(serial):.2f} s" if serial else ""
     print(
         f"{name} on {site_label(site)} over {protocol}: real {r:.2f} s (CPU {statistics.median(cpu):.2f} "
