@@ -70,7 +70,11 @@ def test_io_side_by_side_in_the_frameworks_order() -> None:
     coffea = io.set_index("analysis").loc["coffea"]
     assert coffea["mb_read"] == pytest.approx(7.4)
     assert (coffea["read_calls"], coffea["vector_reads"], coffea["chunks_read"]) == (12, 10, 36)
-    assert coffea["read_calls_n"] == 6 and coffea["in_flight_share"] == 0
+    assert coffea["replays"] == 6 and coffea["read_calls_min"] == coffea["read_calls_max"] == 12
+    assert coffea["in_flight_share"] == 0
+    # what a replay sends is shared among all its requests (opens and closes too)
+    busy = _rows().assign(requests_total=40, recorded=json.dumps({"overlapping_requests": 10}))
+    assert analyses.io_points(busy)["in_flight_share"].tolist() == [0.25] * 3
     assert coffea["events"] == 173299 and coffea["recorded_cpu_efficiency"] == 0.95
 
 
@@ -91,8 +95,14 @@ def test_efficiency_per_site_and_protocol_one_column_per_analysis(shown: list[st
 def test_io_table_and_figure_render(shown: list[str]) -> None:
     analyses.io_table(_rows())
     head, body = _cells(shown[-1])
-    assert "MB read, median [95% interval]" in head and len(body) == 3
-    assert body[2][head.index("analysis")] == "coffea"
+    assert "MB read" in head and len(body) == 3
+    coffea = dict(zip(head, body[2], strict=True))
+    assert (coffea["analysis"], coffea["read calls"], coffea["replays"]) == ("coffea", "12", "6")
+    assert coffea["requests recorded in flight with another"] == "0%"
+    cut = _rows().assign(read_calls=[12] * (len(_rows()) - 1) + [5])  # one replay stopped early
+    analyses.io_table(cut)
+    head, body = _cells(shown[-1])
+    assert dict(zip(head, body[2], strict=True))["read calls"] == "12 (5-12)"
     analyses.efficiency_figure(_rows())
     assert 'id="fig-replay-analyses-efficiency-figure"' in shown[-1] and "<img" in shown[-1]
 

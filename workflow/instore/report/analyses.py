@@ -6,8 +6,9 @@ The analyses differ only in how they read: RDataFrame through ROOT's TTreeCache 
 vector reads), uproot basket by basket through its XRootD source, coffea's NanoEvents column by
 column through fsspec-xrootd (the counts branches too). So their bytes, read calls and vector
 reads say what each framework's I/O layer does, and their predicted CPU efficiency per site and
-protocol what that costs there. Figures that vary between replays are medians with their 95%
-interval (``instore.report.intervals``); a recording's own figures are the same in every replay.
+protocol what that costs there. Figures that vary between replays (wall, efficiency) are
+medians with their 95% interval (``instore.report.intervals``); what a replay sends and the
+recording's own figures are the same in every replay, so they stand alone.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ IO_COLUMNS = {
     "chunks_read": "ranges read", "in_flight_share": "requests recorded in flight with another",
     "streams": "streams replayed side by side", "recorded_wall_s": "wall time recorded (s)",
     "recorded_cpu_s": "CPU time recorded (s)", "recorded_cpu_efficiency": "CPU efficiency recorded",
+    "replays": "replays",
 }  # fmt: skip
+SENT = ("mb_read", "read_calls", "vector_reads", "chunks_read")  # what every replay sent
 
 
 def analysis_of(command: Any, trace: str) -> str:
@@ -65,16 +68,17 @@ def _labelled(rows: pd.DataFrame) -> pd.DataFrame:
 
 def io_points(rows: pd.DataFrame) -> pd.DataFrame:
     """Per file set and trace: what the analysis read (bytes, read calls, vector reads,
-    ranges; medians over its replays with their intervals) and how it read (the share of its
-    requests recorded while another was in flight, the streams replayed side by side), with
-    the recording's wall, CPU and efficiency."""
+    ranges: what its replays sent, the same in each that completed, so no interval: their
+    median with their least and most, ``<m>_min``/``<m>_max``) and how it read (the share of
+    its requests recorded while another was in flight, the streams replayed side by side),
+    with the recording's wall, CPU and efficiency and how many replays there were."""
     if rows.empty:
         return pd.DataFrame(columns=list(IO_COLUMNS))
     rows = _labelled(rows)
     out = []
     for (fileset, trace), group in rows.groupby(["fileset", "trace"], sort=True):
-        runs = group["point_key"]
-        calls = _recorded(group, "read_calls")
+        total = (group["requests_total"] if "requests_total" in group
+                 else _recorded(group, "read_calls")).astype(float)  # fmt: skip
         overlapping = _recorded(group, "overlapping_requests")
         row: dict[str, Any] = {
             "fileset": fileset,
@@ -82,7 +86,8 @@ def io_points(rows: pd.DataFrame) -> pd.DataFrame:
             "analysis": group["analysis"].iloc[0],
             "order": group["order"].iloc[0],
             "events": _recorded(group, "events").median(),
-            "in_flight_share": (overlapping / calls.where(calls > 0)).median(),
+            "in_flight_share": (overlapping / total.where(total > 0)).median(),
+            "replays": len(group),
             "streams": group["streams"].median() if "streams" in group else 1,
             "recorded_wall_s": _recorded(group, "wall_s").median(),
             "recorded_cpu_s": _recorded(group, "cpu_s").median(),
@@ -92,7 +97,9 @@ def io_points(rows: pd.DataFrame) -> pd.DataFrame:
                               ("chunks_read", 1)):  # fmt: skip
             if metric in group:
                 name = "mb_read" if metric == "bytes_read" else metric
-                row.update(intervals.fields(name, intervals.per_run(group[metric] * scale, runs)))
+                values = pd.to_numeric(group[metric], errors="coerce") * scale
+                row |= {name: values.median(), f"{name}_min": values.min(),
+                        f"{name}_max": values.max()}  # fmt: skip
         out.append(row)
     return pd.DataFrame(out).sort_values(["fileset", "order", "trace"]).reset_index(drop=True)
 
@@ -140,9 +147,23 @@ def io_table(rows: pd.DataFrame) -> None:
     if points.empty:
         show.note("No replay records: nothing to compare.")
         return
-    shown = intervals.table(points, IO_COLUMNS, ("in_flight_share", "recorded_cpu_efficiency"))
-    show.table(shown, "The same selection in each analysis: what it read (median over its "
-               "replays, 95% interval) and how, as recorded", "replay_analyses_io")  # fmt: skip
+    shown = points.assign(**{m: [_sent(row, m) for _, row in points.iterrows()]
+                             for m in SENT if m in points})  # fmt: skip
+    shown = shown[[c for c in IO_COLUMNS if c in shown]].rename(columns=IO_COLUMNS)
+    show.table(shown, "The same selection in each analysis: what it read (what each replay "
+               "sent: the same in every complete one, else their median with the least and "
+               "most) and how, as recorded", "replay_analyses_io",
+               percent=(IO_COLUMNS["in_flight_share"], IO_COLUMNS["recorded_cpu_efficiency"]))  # fmt: skip
+
+
+def _sent(row: pd.Series, metric: str) -> str:
+    """``139``, or ``139 (120-139)`` when the replays did not all send the same."""
+    low, high = row[f"{metric}_min"], row[f"{metric}_max"]
+    if pd.isna(row[metric]):
+        return ""
+    if low == high:
+        return show.number(row[metric])
+    return f"{show.number(row[metric])} ({show.number(low)}-{show.number(high)})"
 
 
 def efficiency_compare(rows: pd.DataFrame) -> None:
@@ -167,10 +188,24 @@ def efficiency_figure(rows: pd.DataFrame) -> None:
     for ax, site, part in per_site:
         interval_bars(ax, part, "setup", "predicted_cpu_efficiency", "analysis",
                       hue_order=[h for h in hue_order if h in set(part["analysis"])], scale=100)  # fmt: skip
-        ax.set_ylim(0, 110)
+        ax.set_ylim(0, max(110, 5 + 100 * points["predicted_cpu_efficiency"].max()))
         ax.set(title=site, xlabel="protocol", ylabel="predicted CPU efficiency (%)")
         ax.tick_params(axis="x", labelrotation=30)
-        ax.legend(fontsize=7, loc="lower left")
+    shown = {}  # every analysis once, whichever panel has it
+    for ax, _, _ in per_site:
+        shown |= dict(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
+    labels = [h for h in hue_order if h in shown]
+    handles = [shown[label] for label in labels]
+    fig.tight_layout()
+    fig.legend(
+        handles,
+        labels,
+        title="analysis",
+        loc="upper center",
+        ncol=len(labels),
+        bbox_to_anchor=(0.5, 0.0),
+        frameon=False,
+    )  # under the panels, never over a bar
     show.figure(fig, "replay_analyses_efficiency_figure", "The same selection in each "
                 "analysis: its CPU efficiency per protocol, predicted by replaying its reads "
                 "(median, bars: 95% interval).")  # fmt: skip
