@@ -33,7 +33,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
-# One section is enough: the disk fills after about two of its points.
+# One section is enough: the disk fills after about two of its points. Room for the machine-noise
+# log's first block (4 KiB) and two run records (about 6 KiB each, 2 blocks).
+ROOM = 24 * 1024
 SECTION = "layout"
 POINTS = len(STUDY["profiles"]["t"]["sections"][SECTION]["layout"]) * len(
     STUDY["profiles"]["t"]["sections"][SECTION]["cache_mb"]
@@ -48,7 +50,7 @@ def _sweep(env: dict[str, Path], results: Path) -> subprocess.CompletedProcess:
 def test_full_results_disk(study_env: dict[str, Path], small_disk: Path) -> None:
     stat = os.statvfs(small_disk)
     filler = small_disk / "filler"
-    filler.write_bytes(b"\0" * (stat.f_bavail * stat.f_frsize - 12 * 1024))
+    filler.write_bytes(b"\0" * (stat.f_bavail * stat.f_frsize - ROOM))
     results = small_disk / "results"
 
     full = _sweep(study_env, results)

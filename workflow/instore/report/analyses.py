@@ -21,6 +21,7 @@ import pandas as pd
 
 from instore.report import intervals, show
 from instore.report.plots import interval_bars, panel_per
+from instore.report.view import SiteView
 
 # The analyses of analyses/ by script, in the order the page shows them; any other recorded
 # script is shown under its own name after them.
@@ -221,6 +222,15 @@ def page(rows: pd.DataFrame) -> None:
     io_table(rows)
     efficiency_compare(rows)
     efficiency_figure(rows)
+
+
+SECTION = "replay"
+
+
+def site_page(view: SiteView) -> None:
+    """The comparison on one site's replay page; nothing where the site has no replays."""
+    if SECTION in view.sections:
+        page(view.rows(SECTION))
 
 
 def replay_rows(results: str | Path, sites: list[str] | None = None) -> pd.DataFrame:
