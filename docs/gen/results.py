@@ -204,7 +204,7 @@ def replay_fidelity() -> str:
         f"software warm; medians of {d['runs']}. The recorded CPU: "
         + ", ".join(f"{TRACE_NAMES.get(k, k)} {v['cpu_s']:.2f} s" for k, v in d["recorded"].items())
         + ". *Waiting* is the wall minus the job's CPU (for the replay, the recorded CPU): "
-        "what the storage added (a job of n threads: the wall minus its CPU over n). A "
+        "what the storage added (none for a job of several threads: its threads' CPU overlaps). A "
         "multi-threaded job's replay issues the streams of its "
         "threads side by side; *serialised* is the same trace replayed one request after "
         "another (`instore replay --serialise`), as a replay that ignores the threads would "
@@ -228,8 +228,8 @@ def replay_fidelity() -> str:
             f"{replay:.2f} s" + (f" ({streams} streams)" if streams > 1 else ""),
             f"{replay / real_wall:.2f}",
             f"{statistics.median(serial) / real_wall:.2f}" if serial else "same",
-            f"{max(0.0, real_wall - real_cpu / n):.2f} s, "
-            f"{max(0.0, replay - r['recorded_cpu_s'] / n):.2f} s",
+            "—" if n > 1 else f"{max(0.0, real_wall - real_cpu):.2f} s, "
+            f"{max(0.0, replay - r['recorded_cpu_s']):.2f} s",
         ])  # fmt: skip
     head = ["analysis", "site", "real wall", "real CPU", "replay wall", "replay / real",
             "serialised / real", "waiting: real, replay"]  # fmt: skip
