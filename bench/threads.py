@@ -12,7 +12,9 @@ An ordered file on local disk (read cold: its pages dropped before each run), re
 
 Each job is a fresh process (start-up is not in its wall); the modes alternate within each of
 the ``--runs`` repetitions; medians and ranges go to bench/threads_results.json with the
-machine and its load before and after. Usage: python bench/threads.py [--runs 3] [--cpu-us 400]
+machine, its load and its idle cores before and after (``--wait-idle S`` waits up to S
+seconds for two idle cores first: on a shared machine a second thread gains nothing without a
+second free core). Usage: python bench/threads.py [--runs 3] [--cpu-us 400] [--wait-idle 600]
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -57,6 +60,32 @@ def read(path: Path, cpu_us: float, mode: list[str]) -> dict:
     return record
 
 
+def _cpu_times() -> tuple[int, int]:
+    """(idle, total) jiffies of all CPUs since boot (/proc/stat; iowait counts as idle)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return values[3] + values[4], sum(values[:8])
+
+
+def free_cores(seconds: float = 5.0) -> float:
+    """Cores the machine left idle over the last ``seconds`` (2.0: an idle 2-core worker; other
+    work on a shared machine shows as less). Read from /proc/stat: probing takes no CPU."""
+    idle0, total0 = _cpu_times()
+    time.sleep(seconds)
+    idle1, total1 = _cpu_times()
+    cores = len(os.sched_getaffinity(0))
+    return round(cores * (idle1 - idle0) / max(1, total1 - total0), 2)
+
+
+def wait_idle(limit_s: float, want: float = 1.8) -> float:
+    """Wait (up to ``limit_s``) until two cores are idle: the target is about an idle worker."""
+    end = time.monotonic() + limit_s
+    cores = free_cores()
+    while cores < want and time.monotonic() < end:
+        print(f"{cores} core(s) idle: waiting for an idle machine", flush=True)
+        cores = free_cores(15.0)
+    return cores
+
+
 def machine() -> dict:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "?")  # fmt: skip
@@ -75,8 +104,10 @@ def main() -> int:
     ap.add_argument("--size-mb", type=float, default=32)
     ap.add_argument("--cluster-mb", type=float, default=2)
     ap.add_argument("--cpu-us", type=float, default=400)
+    ap.add_argument("--wait-idle", type=float, default=0, help="seconds to wait for idle cores")
     args = ap.parse_args()
     path = make_file(args.size_mb, args.cluster_mb)
+    cores_before = wait_idle(args.wait_idle)
     load_before = os.getloadavg()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     workloads = {}
@@ -113,7 +144,13 @@ def main() -> int:
     cpu_bound = workloads[f"{args.cpu_us:g}"]
     result = {
         "when": started,
-        "machine": {**machine(), "load_before": load_before, "load_after": os.getloadavg()},
+        "machine": {
+            **machine(),
+            "load_before": load_before,
+            "load_after": os.getloadavg(),
+            "free_cores_before": cores_before,
+            "free_cores_after": free_cores(),
+        },
         "file": {
             "path": str(path),
             "mb": round(path.stat().st_size / 1e6, 1),

@@ -314,8 +314,48 @@ def replay_clients() -> str:
     return out
 
 
+def threads() -> str:
+    d = _load("threads_results.json")
+    f = d["file"]
+    out = "## Threads in a job\n\n"
+    out += (
+        f"`python bench/threads.py` (written to `bench/threads_results.json`), measured "
+        f"{_when(d['when'])} on {_machine(d['machine'])} (load average before "
+        f"{d['machine']['load_before'][0]:.2f}; {d['machine']['free_cores_before']} cores idle "
+        f"before, {d['machine']['free_cores_after']} after: a second thread gains only what a "
+        "second free core gives). The `root` engine "
+        f"reading a {f['mb']} MB "
+        f"ordered file ({f['events']:,} events, {f['cluster_mb']:g} MB clusters) from local disk, "
+        f"cold, {d['runs']} runs per mode, alternating: median events/s and the range. "
+        "*cluster*: the entries split by cluster over the threads, each with its own file, tree "
+        "and TTreeCache, as RDataFrame runs; *implicit*: ROOT's `EnableImplicitMT` under "
+        "`TTree::GetEntry` (the branches of each entry unzipped in parallel, the analysis on one "
+        "thread). CPU efficiency is CPU over wall x threads, as a batch system accounts a "
+        f"multi-core slot. Target: 2 threads split by cluster reach {d['target_speedup']}x the "
+        "events/s of 1 thread in the CPU-bound case.\n\n"
+    )
+    rows = []
+    for w in d["workloads"].values():
+        for name, m in w["modes"].items():
+            rate, eff = m["events_per_s"], m["cpu_efficiency"]
+            speed = rate["median"] / w["modes"]["1 thread"]["events_per_s"]["median"]
+            rows.append([
+                f"{w['cpu_us']:g} us", name,
+                f"{rate['median']:,.0f} ({rate['min']:,.0f}-{rate['max']:,.0f})",
+                f"{speed:.2f}x", _pct(eff["median"]), f"{m['wall_s']['median']:.2f} s",
+            ])  # fmt: skip
+    out += _table(["CPU per event", "job", "events/s (range)", "over 1 thread",
+                   "CPU efficiency", "wall"], rows)  # fmt: skip
+    bound = max(d["workloads"].values(), key=lambda w: w["cpu_us"])
+    out += (f"2 threads split by cluster, {bound['cpu_us']:g} us per event: "
+            f"{bound['speedup_cluster']:.2f}x the events/s of 1 thread, which "
+            f"{'meets' if d['met'] else 'misses'} the {d['target_speedup']}x target.\n\n")  # fmt: skip
+    return out
+
+
 def results_page() -> str:
-    body = HEADER + payload_overhead() + job_launch() + replay_fidelity() + replay_clients()
+    body = (HEADER + payload_overhead() + job_launch() + replay_fidelity() + replay_clients()
+            + threads())  # fmt: skip
     return body.rstrip() + "\n"
 
 
