@@ -218,7 +218,7 @@ def test_the_noise_recorded_with_a_point_is_the_change_it_must_exceed(tmp_path: 
         "present == 'both' and change not in ['one measurement', 'not measured']"
     )
     assert (judged["wall_s_change"] == "slower").all() and (judged["noise"] == 0).all()
-    drifting = write_results(tmp_path / "c", slow.assign(noise_drift=0.25))
+    drifting = write_results(tmp_path / "c", slow.assign(noise_cpu_drift=0.25))
     quiet = compare_dirs(ra, drifting)[0].query(
         "present == 'both' and change not in ['one measurement', 'not measured']"
     )

@@ -9,7 +9,6 @@ section tables the way ``instore summarize`` does, without writing into someone'
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -146,14 +145,15 @@ def compare_dirs(
     a: Path, b: Path, site: str | None = None, noise: float = 0.0
 ) -> tuple[pd.DataFrame, list[str]]:
     """The comparison table (``baseline.compare``) and what did not match. A change must
-    exceed ``noise``, each point's recorded drift, and how much the machine's probes differ
-    between the two runs (``table.attrs["machine_shift"]``)."""
+    exceed ``noise`` and each point's recorded CPU drift. How much the machine's probes moved
+    between the two runs is reported (``table.attrs["machine_shift"]``), not used as a
+    threshold: a short sweep takes two or three probes, too few to tell (seen in CI: 41% from
+    one probe taken while the sweep's site was torn down)."""
     sites, notes = choose_sites(sites_of(a), sites_of(b), site)
     before = load(a, sites)
     after = before if a.resolve() == b.resolve() else load(b, sites)
     shift = 0.0 if a.resolve() == b.resolve() else machine_shift(a, b, sites)
-    floor = max(noise, shift) if not math.isnan(shift) else noise
-    table = baseline.compare(before, after, floor)
+    table = baseline.compare(before, after, noise)
     table.attrs["machine_shift"] = shift
     baseline.require_intervals(table)
     return table, notes + baseline.unmatched(before, after)
