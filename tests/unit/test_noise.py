@@ -50,7 +50,7 @@ def test_drift_is_against_the_sweeps_first_probes_and_flags_beyond_five_percent(
 ) -> None:
     baseline = [(0.010, 0.020), (0.011, 0.021), (0.050, 0.019)]  # one unlucky probe of three
     monitor, machine = _monitor(
-        tmp_path, [*baseline, (0.0112, 0.020), (0.012, 0.020), (0.010, 0.02)]
+        tmp_path, [*baseline, (0.0112, 0.020), (0.012, 0.020), (0.011, 0.040), (0.010, 0.02)]
     )
     first = monitor.start()
     assert (first.cpu_s, first.read_s) == (0.011, 0.020)  # the median of the three
@@ -63,10 +63,13 @@ def test_drift_is_against_the_sweeps_first_probes_and_flags_beyond_five_percent(
     machine.now = 125
     busy = monitor.between()
     assert busy.drift == pytest.approx(0.012 / 0.011 - 1) and busy.fields()["noise_flagged"]
+    machine.now = 190  # the read alone twice as slow: no flag
+    slow_read = monitor.between()
+    assert slow_read.drift == pytest.approx(1.0) and not slow_read.fields()["noise_flagged"]
     assert monitor.fields()["noise_sweep"] == first.at
     monitor.close()
     kept = [json.loads(line) for line in (tmp_path / "site" / NOISE_LOG).read_text().splitlines()]
-    assert [p["when"] for p in kept] == ["before", "during", "during", "after"]
+    assert [p["when"] for p in kept] == ["before", "during", "during", "during", "after"]
     assert kept[2]["drift"] == pytest.approx(busy.drift)
 
 
@@ -84,8 +87,16 @@ def test_without_room_for_the_read_file_the_cpu_probe_still_runs(
     assert monitor.probe().drift == 0
 
 
-def _rows(key: str, section: str, drift: float | None, sweep: str = "s1") -> list[dict[str, Any]]:
-    noise_fields = {} if drift is None else {"noise_drift": drift, "noise_sweep": sweep}
+def _rows(
+    key: str,
+    section: str,
+    drift: float | None,
+    sweep: str = "s1",
+    read: float = 0.0,
+    column: str = "noise_cpu_drift",
+) -> list[dict[str, Any]]:
+    noise_fields = {} if drift is None else {column: drift, "noise_read_drift": read,
+                                             "noise_sweep": sweep}  # fmt: skip
     return [{"point_key": key, "section": section, "layout": "unordered", "cache_mb": 0.0,
              "repetition": 0, "measured_at": "2026-01-01", "job": j, **noise_fields}
             for j in range(2)]  # fmt: skip
@@ -94,19 +105,39 @@ def _rows(key: str, section: str, drift: float | None, sweep: str = "s1") -> lis
 def test_the_summary_gives_the_largest_drift_and_the_flagged_points(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
-    pd.DataFrame(_rows("a", "layout", 0.01) + _rows("b", "layout", 0.08)).to_parquet(
+    pd.DataFrame(_rows("a", "layout", 0.01) + _rows("b", "layout", -0.08)).to_parquet(
         site / "layout.parquet"
     )
     pd.DataFrame(_rows("c", "cache", 0.02)).to_parquet(site / "cache.parquet")
-    probes = [{"sweep": "s1", "drift": d} for d in (0.0, 0.03, 0.09)]
-    probes.append({"sweep": "old", "drift": 0.5})  # another study's sweep: not this one's
+    probes = [{"sweep": "s1", "cpu_drift": d, "read_drift": 0.0} for d in (0.0, 0.03, 0.09)]
+    probes.append({"sweep": "old", "cpu_drift": 0.5})  # another study's sweep: not this one's
     (site / NOISE_LOG).write_text("".join(json.dumps(p) + "\n" for p in probes) + '{"torn')
     summary = drift_summary(tmp_path, "site")
     assert summary.max_drift == pytest.approx(0.09) and summary.probes == 3
-    assert list(summary.flagged["section"]) == ["layout"]
+    assert list(summary.flagged["section"]) == ["layout"]  # faster by 8% is drift too
     assert summary.flagged["point"].item() == "layout=unordered cache_mb=0.0"
     assert "9.0%" in summary.text() and "1 point(s)" in summary.text()
     assert "<table" in summary._repr_html_()
+
+
+def test_a_local_read_slowed_by_the_studys_own_writes_flags_no_point(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    pd.DataFrame(_rows("a", "layout", 0.01, read=0.6)).to_parquet(site / "layout.parquet")
+    summary = drift_summary(tmp_path, "site")
+    assert summary.flagged.empty and summary.max_drift == pytest.approx(0.01)
+    assert summary.max_read_drift == pytest.approx(0.6) and "60%" in summary.text()
+
+
+def test_records_from_before_the_cpu_drift_flag_on_their_drift(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    rows = _rows("a", "layout", 0.01, column="noise_drift")
+    pd.DataFrame(rows + _rows("b", "layout", 0.07, column="noise_drift")).to_parquet(
+        site / "layout.parquet"
+    )
+    summary = drift_summary(tmp_path, "site")
+    assert summary.max_drift == pytest.approx(0.07) and len(summary.flagged) == 1
 
 
 def test_records_from_before_the_probes_say_so(tmp_path: Path) -> None:

@@ -81,6 +81,23 @@ def test_a_point_measured_three_times_shows_its_interval_and_one_measured_once_s
     assert not [h for h in head if "_" in h]  # headers in words
 
 
+def test_a_point_measured_once_because_it_was_expensive_is_labelled_so(
+    tmp_path: Path, shown: list[str]
+) -> None:
+    layout = rows().query("site == @SITE and section == 'layout' and repetition == 0")
+    costly = (layout["layout"] == "unordered") & (layout["cache_mb"] == 0)
+    results = write_results(tmp_path / "results", layout.assign(expensive=costly))
+    write(results, SITE, *summarize(results, SITE))
+    view = SiteView.load(SITE, results)
+    assert view.points("layout")["expensive"].sum() == 1
+    sections.layout_table(view)
+    head, body = _cells(shown[-1])
+    notes = {(r[head.index("layout")], r[head.index("cache")]): r[head.index(intervals.EXPENSIVE)]
+             for r in body}  # fmt: skip
+    assert notes.pop(("unordered", "off")) == intervals.EXPENSIVE_NOTE
+    assert set(notes.values()) == {""}
+
+
 def test_each_section_page_says_once_what_the_interval_is(view: SiteView, shown: list[str]) -> None:
     sections.header(view, "layout")
     assert sum(intervals.SENTENCE in html.unescape(m) for m in shown) == 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -203,6 +204,38 @@ def _run_tree(
     )
     if loop.error:
         raise OSError(str(loop.error))
+    read = Loops([f], [loop], [log], calls_before)
+    return _result(f, tree, obj, names, chosen, (first, stop, stride), read, open_s)
+
+
+@dataclass
+class Loops:
+    """What a job's loops read through: the files (one per thread), each thread's loop result
+    and read log, and the files' read calls before the loops began."""
+
+    files: list[Any]
+    loops: list[Any]
+    logs: list[Any]
+    calls_before: int
+
+
+def _result(
+    f: Any,
+    tree: Any,
+    obj: DataObject,
+    names: list[str],
+    chosen: list[str],
+    selection: tuple[int, int, int],
+    read: Loops,
+    open_s: float,
+    **threads: Any,
+) -> EngineResult:
+    """The job's result, every counter summed over its threads' files, loops and logs (one of
+    each for a job of one thread). ``read_log_complete``: every read the files made since the
+    logs were attached is in them (implicit MT: the pool's reads are not, unless the
+    TTreeCache's fills all ran on this thread)."""
+    calls = sum(int(x.GetReadCalls()) for x in read.files)
+    logged = sum(len(log.offsets) for log in read.logs)
     return EngineResult(
         tree=obj.path,
         format=obj.format,
@@ -211,24 +244,23 @@ def _run_tree(
         entries=int(tree.GetEntries()),
         branches_total=len(names),
         branches_read=len(chosen),
-        events=int(loop.events),
+        events=sum(int(loop.events) for loop in read.loops),
         open_s=open_s,
-        bytes_read=int(f.GetBytesRead()),
-        read_calls=int(f.GetReadCalls()),
-        vector_reads=int(loop.cache_fills),
-        bytes_needed=bytes_needed(basket_map(tree, names), chosen, first, stop, stride),
-        cache_bytes=int(loop.cache_size),
-        reads=list(zip(log.offsets, log.lengths, strict=True)),
+        bytes_read=sum(int(x.GetBytesRead()) for x in read.files),
+        read_calls=calls,
+        vector_reads=sum(int(loop.cache_fills) for loop in read.loops),
+        bytes_needed=bytes_needed(basket_map(tree, names), chosen, *selection),
+        cache_bytes=int(read.loops[0].cache_size),
+        reads=[r for log in read.logs for r in zip(log.offsets, log.lengths, strict=True)],
         counters={
-            "perfstats_bytes_read": int(log.GetBytesRead()),
-            "perfstats_read_calls": int(log.GetReadCalls()),
-            "perfstats_disk_s": float(log.GetDiskTime()),
-            "perfstats_unzip_s": float(log.GetUnzipTime()),
-            "unzipped_bytes": int(loop.unzipped_bytes),
-            # every read the file made since the log was attached is in it (implicit MT: the
-            # pool's reads are not, unless the TTreeCache's fills all ran on this thread)
-            "read_log_complete": int(len(log.offsets) == int(f.GetReadCalls()) - calls_before),
+            "perfstats_bytes_read": sum(int(log.GetBytesRead()) for log in read.logs),
+            "perfstats_read_calls": sum(int(log.GetReadCalls()) for log in read.logs),
+            "perfstats_disk_s": sum(float(log.GetDiskTime()) for log in read.logs),
+            "perfstats_unzip_s": sum(float(log.GetUnzipTime()) for log in read.logs),
+            "unzipped_bytes": sum(int(loop.unzipped_bytes) for loop in read.loops),
+            "read_log_complete": int(logged == calls - read.calls_before),
         },
+        **threads,
     )
 
 
@@ -278,35 +310,10 @@ def _run_tree_threads(
         errors = [str(loop.error) for loop in loops if loop.error]
         if errors:
             raise OSError(errors[0])
-        calls = sum(int(x.GetReadCalls()) for x in files)
-        logged = sum(len(log.offsets) for log in logs)
-        return EngineResult(
-            tree=obj.path,
-            format=obj.format,
-            object_name=obj.path,
-            file_size=int(f.GetSize()),
-            entries=int(tree.GetEntries()),
-            branches_total=len(names),
-            branches_read=len(chosen),
-            events=sum(int(loop.events) for loop in loops),
-            open_s=open_s,
-            bytes_read=sum(int(x.GetBytesRead()) for x in files),
-            read_calls=sum(int(x.GetReadCalls()) for x in files),
-            vector_reads=sum(int(loop.cache_fills) for loop in loops),
-            bytes_needed=bytes_needed(basket_map(tree, names), chosen, first, stop, stride),
-            cache_bytes=int(loops[0].cache_size),
-            reads=[r for log in logs for r in zip(log.offsets, log.lengths, strict=True)],
-            counters={
-                "perfstats_bytes_read": sum(int(log.GetBytesRead()) for log in logs),
-                "perfstats_read_calls": sum(int(log.GetReadCalls()) for log in logs),
-                "perfstats_disk_s": sum(float(log.GetDiskTime()) for log in logs),
-                "perfstats_unzip_s": sum(float(log.GetUnzipTime()) for log in logs),
-                "unzipped_bytes": sum(int(loop.unzipped_bytes) for loop in loops),
-                "read_log_complete": int(logged == calls - calls_before),
-            },
-            threads_used=len(ranges),
-            threads_note=threads_note(client.threads, len(ranges), len(bounds) - 1),
-        )
+        read = Loops(files, loops, logs, calls_before)
+        return _result(f, tree, obj, names, chosen, (first, stop, stride), read, open_s,
+                       threads_used=len(ranges),
+                       threads_note=threads_note(client.threads, len(ranges), len(bounds) - 1))  # fmt: skip
     finally:
         logs.clear()  # each TTreePerfStats goes before its tree does
         for extra in files[1:]:

@@ -17,12 +17,18 @@ import pandas as pd
 from instore.report import show
 from instore.summary.interval import ONE_MEASUREMENT, Interval, median_interval
 
+# A point the sweep measured once on purpose (instore.sweep.adaptive): its first run took
+# longer than the profile's ``expensive_s``, so it has no interval over repetitions.
+EXPENSIVE = "measured"
+EXPENSIVE_NOTE = "once: expensive (first run over the profile's expensive_s)"
 SENTENCE = (
     "Each figure of a point is the median of its measurements with its 95% bootstrap interval, "
     "written median [low, high]: resampled over the point's repetitions and, for a point of "
     "several jobs (or clients), over its jobs too; n says how many measurements a figure rests "
     "on and what was resampled. A point measured once has no interval and says "
-    f'"{ONE_MEASUREMENT}". Error bars in the plots are these intervals.'
+    f'"{ONE_MEASUREMENT}"; one marked "{EXPENSIVE_NOTE.split(" (")[0]}" was measured once on '
+    "purpose (its first run cost more than the profile repeats). Error bars in the plots are "
+    "these intervals."
 )
 COUNT = "n (resampled over)"
 
@@ -147,6 +153,10 @@ def table(
         out[shown] = [text(i, source in percent) for i in intervals]
         groups.setdefault(tuple(count(i) for i in intervals), []).append(shown)
     order = list(out)
+    if "expensive" in frame and frame["expensive"].fillna(False).astype(bool).any():
+        flags = frame["expensive"].fillna(False).astype(bool)
+        out[EXPENSIVE] = [EXPENSIVE_NOTE if e else "" for e in flags]
+        order.append(EXPENSIVE)
     for i, (rests, figures) in enumerate(groups.items()):
         name = COUNT if i == 0 else "n of " + "; ".join(_short(f) for f in figures)
         out[name] = list(rests)

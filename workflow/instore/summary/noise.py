@@ -1,9 +1,10 @@
 """How much the machine drifted while a site's study was measured, for a page.
 
 The sweep probes the machine before, between and after its points (instore.sweep.noise, which
-documents the probes and the record columns ``noise_drift`` and ``noise_flagged``). This
-module reads them back: the largest drift of the sweeps that measured the study's points, and
-the points measured while the machine had drifted more than ``DRIFT_LIMIT`` from the start.
+documents the probes and the record columns). This module reads them back: the largest drift
+of the CPU unit during the sweeps that measured the study's points, the local read's for
+information, and the points measured while the CPU unit had drifted more than ``DRIFT_LIMIT``
+from the sweep's start (records from before ``noise_cpu_drift`` was kept: ``noise_drift``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from instore.summary.load import read_section, sections_present
 
 DRIFT_LIMIT = 0.05  # a point measured beyond this drift from the sweep's start is flagged
 NOISE_LOG = "noise.jsonl"  # results/<site>/: one probe per line
-FLAGGED_COLUMNS = ("section", "point", "repetition", "measured_at", "noise_drift")
+FLAGGED_COLUMNS = ("section", "point", "repetition", "measured_at", "cpu_drift")
+CPU_DRIFT, ANY_DRIFT = "noise_cpu_drift", "noise_drift"  # record columns (instore.sweep.noise)
 
 
 def read_probes(results: str | Path, site: str) -> pd.DataFrame:
@@ -44,31 +46,44 @@ def _label(row: pd.Series) -> str:
 
 
 class DriftSummary(NamedTuple):
-    """The study's largest machine drift (a fraction; NaN: no probes) and its flagged points."""
+    """The study's largest CPU drift (a fraction; NaN: no probes), the local read's, and the
+    points flagged on the CPU drift."""
 
-    max_drift: float
+    max_drift: float  # the CPU unit's, over probes and records
     flagged: pd.DataFrame  # FLAGGED_COLUMNS, one row per flagged measurement of a point
     probes: int  # probes taken by the sweeps behind the study's records
+    max_read_drift: float = math.nan  # the local read's: follows the study's own writes
 
     def text(self) -> str:
         if math.isnan(self.max_drift):
             return "No machine-noise probes were recorded for this site (records from before them)."
         n = self.flagged["point"].nunique() if len(self.flagged) else 0
+        read = (
+            ""
+            if math.isnan(self.max_read_drift)
+            else f" The 32 MB local read drifted up to {self.max_read_drift:.0%}; it follows "
+            "the study's own writes, so it is shown for information and flags nothing."
+        )
         return (
-            f"The machine drifted at most {self.max_drift:.1%} from each sweep's start "
-            f"({self.probes} probe(s) of a fixed CPU loop and a 32 MB local read); "
+            f"The machine's CPU drifted at most {self.max_drift:.1%} from each sweep's start "
+            f"({self.probes} probe(s) of a fixed CPU loop); "
             f"{n} point(s) were measured while it had drifted more than {DRIFT_LIMIT:.0%}"
             + (" (below)." if n else ".")
+            + read
         )
 
     def _repr_html_(self) -> str:
         table = ""
         if len(self.flagged):
-            shown = self.flagged.assign(
-                noise_drift=self.flagged["noise_drift"].map("{:.1%}".format)
-            )
+            shown = self.flagged.assign(cpu_drift=self.flagged["cpu_drift"].map("{:.1%}".format))
             table = shown.to_html(index=False, border=0)
         return f'<div class="instore-table"><p>{html.escape(self.text())}</p>{table}</div>'
+
+
+def _largest(values: object) -> float:
+    """The largest magnitude among ``values`` (NaN: none known)."""
+    numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").abs().dropna()
+    return float(numbers.max()) if len(numbers) else math.nan
 
 
 def drift_summary(results: str | Path, site: str) -> DriftSummary:
@@ -76,26 +91,28 @@ def drift_summary(results: str | Path, site: str) -> DriftSummary:
     root = Path(results)
     frames = [read_section(root, site, s) for s in sections_present(root, site)]
     rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    if "noise_drift" not in rows or rows["noise_drift"].isna().all():
+    column = CPU_DRIFT if CPU_DRIFT in rows else ANY_DRIFT
+    if column not in rows or rows[column].isna().all():
         return DriftSummary(math.nan, pd.DataFrame(columns=list(FLAGGED_COLUMNS)), 0)
+    drift = pd.to_numeric(rows[column], errors="coerce").abs()
     probes = read_probes(root, site)
     if len(probes):
         probes = probes[probes["sweep"].isin(set(rows["noise_sweep"].dropna()))]
-    drifts = [*(probes["drift"] if len(probes) else []), *rows["noise_drift"]]
-    worst = max((float(d) for d in drifts if d is not None and not pd.isna(d)), default=math.nan)
-    flagged = rows[rows["noise_drift"] > DRIFT_LIMIT].drop_duplicates("point_key")
+    worst = _largest([*probes.get("cpu_drift", []), *drift])
+    read = _largest([*probes.get("read_drift", []), *rows.get("noise_read_drift", [])])
+    flagged = rows.assign(cpu_drift=drift)[drift > DRIFT_LIMIT].drop_duplicates("point_key")
     table = pd.DataFrame(
         {
             "section": flagged["section"],
             "point": flagged.apply(_label, axis=1) if len(flagged) else [],
             "repetition": flagged["repetition"],
             "measured_at": flagged["measured_at"],
-            "noise_drift": flagged["noise_drift"],
+            "cpu_drift": flagged["cpu_drift"],
         },
         columns=list(FLAGGED_COLUMNS),
     )
-    table = table.sort_values("noise_drift", ascending=False).reset_index(drop=True)
-    return DriftSummary(worst, table, len(probes))
+    table = table.sort_values("cpu_drift", ascending=False).reset_index(drop=True)
+    return DriftSummary(worst, table, len(probes), read)
 
 
 def probe_figures(results: str | Path, site: str) -> dict[str, tuple[float, float]]:

@@ -1,10 +1,11 @@
 """Two results directories compared (``compare_dirs``), each read as a comparison needs it: its
 sites, each site's point summary, and the machine noise its sweeps recorded.
 
-Each point carries the machine noise its sweeps recorded (``noise_drift``, instore.sweep.noise),
-the largest over its jobs. A summary is read when ``instore summarize`` wrote one that is current (newer than the section
-tables, with the per-repetition values an interval needs); otherwise it is computed from the
-section tables the way ``instore summarize`` does, without writing into someone's results.
+Each point carries the machine noise its sweeps recorded (the CPU unit's drift,
+``noise_cpu_drift``, instore.sweep.noise), the largest over its jobs. A summary is read when
+``instore summarize`` wrote one that is current (newer than the section tables, with the
+per-repetition values an interval needs); otherwise it is computed from the section tables
+the way ``instore summarize`` does, without writing into someone's results.
 """
 
 from __future__ import annotations
@@ -85,8 +86,8 @@ def site_summary(results: Path, site: str) -> pd.DataFrame:
 
 
 def with_noise(stats: pd.DataFrame, results: Path, site: str) -> pd.DataFrame:
-    """Add ``noise_drift`` per point: the largest drift recorded with any of its jobs (NaN
-    where the records carry none: sweeps from before the probes)."""
+    """Add ``NOISE_COLUMN`` (the CPU unit's drift) per point: the largest recorded with any of
+    its jobs (NaN where the records carry none: sweeps from before the probes)."""
     if NOISE_COLUMN in stats:
         return stats
     frames = []

@@ -118,6 +118,10 @@ def _one_point(jobs: pd.DataFrame) -> pd.Series:
         "jobs_failed": int((jobs["status"] != "ok").sum()),
         "retries": int((jobs["attempts"] - 1).clip(lower=0).sum()),
         "repetitions": ok["repetition"].nunique(),
+        # measured once on purpose: its first run cost more than the profile's expensive_s
+        "expensive": bool(jobs["expensive"].fillna(False).astype(bool).any())
+        if "expensive" in jobs
+        else False,
     }
     aggregate = _aggregate_rates(ok)
     out["aggregate_event_rate_hz"] = float(np.median(aggregate)) if aggregate else np.nan
