@@ -15,6 +15,7 @@ import yaml
 from instore.errors import InstoreError
 from instore.study import load_study
 from instore.study.config import Repetitions
+from instore.summary.interval import median_interval
 from instore.sweep import runner
 from instore.sweep.adaptive import Run, decide, run_of
 from instore.sweep.noise import NoiseMonitor
@@ -49,6 +50,20 @@ def test_a_noisy_point_goes_on_to_max() -> None:
     assert _stops_after(ADAPTIVE, NOISY) == 5
     assert "cap of 5 reached" in decide(ADAPTIVE, _runs(NOISY[:5])).reason
     assert decide(ADAPTIVE, _runs(NOISY[:3])).more
+
+
+def test_runs_that_agree_while_their_jobs_spread_go_on_as_the_report_interval_says() -> None:
+    """A jobfill point: two runs with the same median job, but jobs 20% apart within each. The
+    report's interval resamples the jobs too, so the rule judges that interval, not the runs'
+    medians alone (which agree exactly)."""
+    rows = [[{"status": "ok", "wall_s": w} for w in (1.0, 1.1, 1.2)] for _ in range(2)]
+    runs = [run_of(r) for r in rows]
+    assert runs[0].value == runs[1].value == 1.1
+    jobs = median_interval([r.values() for r in runs])
+    assert jobs.half_width > ADAPTIVE.target
+    assert decide(ADAPTIVE, runs).more, "the jobs' spread keeps the interval wide"
+    agreeing = [run_of([{"status": "ok", "wall_s": w} for w in (1.0, 1.01)]) for _ in range(2)]
+    assert not decide(ADAPTIVE, agreeing).more
 
 
 def test_an_expensive_point_stops_at_one_and_is_labelled() -> None:
@@ -124,7 +139,7 @@ def test_the_rule_is_accepted_in_profile_section_and_file_set(tmp_path: Path) ->
 
 def test_the_shipped_profiles_repeat_as_documented() -> None:
     full = load_study(overrides={"profile": "full"})
-    assert full.repetitions == Repetitions(2, 5, 0.05) and full.expensive_s == 60
+    assert full.repetitions == Repetitions(2, 8, 0.05) and full.expensive_s == 60
     assert full.rule_of(None, "jobfill") == Repetitions(2, 3, 0.05)  # capped for the budget
     assert full.rule_of(None, "caching") == Repetitions(1, 1)
     assert full.rule_of("nano1g", "scale") == Repetitions(1, 1)
