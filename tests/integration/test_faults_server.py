@@ -35,8 +35,8 @@ pytestmark = [
 
 SITE = "itest-fault"
 NAMES = SiteNames(SITE)
-TIMEOUT_S = 10.0  # per attempt; a fault outlasting it makes an attempt time out
-FAULT_S = 12.0  # link down / network stalled this long: past the first attempt and back-off
+TIMEOUT_S = 6.0  # per attempt (a job takes about 1 s); a fault outlasting it times it out
+FAULT_S = 8.0  # link down / network stalled this long: past the first attempt and back-off
 
 
 def site_file(tmp_path: Path) -> Path:

@@ -86,9 +86,9 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     }  # fmt: skip
     study = tmp / "study.yaml"
     study.write_text(yaml.safe_dump({"profile": "t", "profiles": {"t": profile}}))
-    # a 30 s job limit: a replay's requests time out after 10 s of it (a third), so a client
+    # an 18 s job limit: a replay's requests time out after 6 s of it (a third), so a client
     # stuck on the dead server ends with its own record, naming the request
-    killed = {**profile, "timeout_s": 30, "sections": {
+    killed = {**profile, "timeout_s": 18, "sections": {
         "load": {"trace": ["up"], "fill": [COPIES], "protocol": ["xrootd"]}}}  # fmt: skip
     kill_study = tmp / "kill-study.yaml"
     kill_study.write_text(yaml.safe_dump({"profile": "t", "profiles": {"t": killed}}))

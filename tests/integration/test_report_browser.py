@@ -109,7 +109,9 @@ def _make_reports(results: Path, out: Path, data: Path) -> None:
     index.html), the comparison, then the index page."""
     site = SITES[0]
     params = ["-p", f"site={site}", "-p", f"results={results}", "-p", f"data={data}"]
-    jobs = [(name, out / site / name, params) for name in SECTIONS]
+    # the sections the site has records of, as the pipeline runs only those (SECTIONS_RUN)
+    measured = [name for name in SECTIONS if (results / site / f"{name}.parquet").is_file()]
+    jobs = [(name, out / site / name, params) for name in measured]
     jobs.append(("compare", out / "compare", ["-p", "sites=[]", "-p", f"results={results}"]))
 
     def make(name: str, stem: Path, parameters: list[str]) -> None:
