@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from mdtable import table
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "docs" / "data" / "reference"
@@ -53,7 +54,7 @@ def _label(row: pd.Series) -> str:
     return Point(section=str(row["section"]), **knobs).label()
 
 
-def _point_table(summary: pd.DataFrame) -> pd.DataFrame:
+def _pointtable(summary: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"site": summary["site"], "section": summary["section"]})
     out["point"] = [_label(r) for _, r in summary.iterrows()]
     out["jobs"] = summary["jobs_ok"].astype(int)
@@ -66,7 +67,7 @@ def _point_table(summary: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _load_table(results: Path, site: str) -> pd.DataFrame:
+def _loadtable(results: Path, site: str) -> pd.DataFrame:
     from instore.report.load import SETUP, points, setup_label
     from instore.summary.load import read_section, sections_present
 
@@ -113,8 +114,8 @@ def export(results: Path, log: Path | None = None) -> None:
         sys.exit(f"{results}: no summary.parquet: run `make study` (or instore summarize) first")
     DATA.mkdir(parents=True, exist_ok=True)
     summaries = [pd.read_parquet(results / s / "summary.parquet") for s in sites]
-    _point_table(pd.concat(summaries, ignore_index=True)).to_csv(DATA / "points.csv", index=False)
-    loads = [_load_table(results, s) for s in sites]
+    _pointtable(pd.concat(summaries, ignore_index=True)).to_csv(DATA / "points.csv", index=False)
+    loads = [_loadtable(results, s) for s in sites]
     pd.concat(loads, ignore_index=True).to_csv(DATA / "load.csv", index=False)
     advice = {s: json.loads((results / s / "recommendations.json").read_text()) for s in sites}
     drift = {site: _drift(results, site) for site in sites}
@@ -150,11 +151,6 @@ def _cell(row: pd.Series, name: str, percent: bool = False) -> str:
     return f"{shown(median)} [{shown(lo)}, {shown(hi)}]"
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n\n"
-
-
 def precision(points: pd.DataFrame) -> str:
     """How many repeated points ended within the target half-width, per section."""
     half = (points["wall_s_hi"] - points["wall_s_lo"]) / 2 / points["wall_s_median"]
@@ -169,7 +165,7 @@ def precision(points: pd.DataFrame) -> str:
             f"{total} of them ({total / max(len(repeated), 1):.0%}) end with the 95% interval of "
             f"their median wall within {TARGET:.0%} of it. {once} rest on one measurement (the "
             "sections measured once by the profile, and expensive points).\n\n")  # fmt: skip
-    return text + _table(["section", "repeated points", f"within {TARGET:.0%}"], rows)
+    return text + table(["section", "repeated points", f"within {TARGET:.0%}"], rows)
 
 
 def _load_rows(load: pd.DataFrame, site: str) -> list[list[str]]:
@@ -193,7 +189,7 @@ def page() -> str:
     out.append("## Machine noise\n\n")
     rows = [[s, _percent(d["max_cpu_drift"]), _percent(d["max_read_drift"]), str(d["probes"]),
              str(d["flagged_points"])] for s, d in run["drift"].items()]  # fmt: skip
-    out.append(_table(["site", "largest CPU-unit drift from the sweep's start",
+    out.append(table(["site", "largest CPU-unit drift from the sweep's start",
                        "largest local-read drift (follows the study's writes; flags nothing)",
                        "probes", "points flagged (CPU drift > 5%)"], rows))  # fmt: skip
     for site in run["sites"]:
@@ -205,7 +201,7 @@ def page() -> str:
         if rows:
             out.append("Many clients at once, HEPiX's fixed time (events all clients processed "
                        "in it; a cut pass counts the share of its data it read):\n\n")  # fmt: skip
-            out.append(_table(["section", "setup", "clients", "events in the fixed time",
+            out.append(table(["section", "setup", "clients", "events in the fixed time",
                                "predicted CPU efficiency", "aggregate MB/s", "saturated"], rows))  # fmt: skip
     return "".join(out).rstrip() + "\n"
 
