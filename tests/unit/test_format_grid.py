@@ -31,8 +31,8 @@ def test_format_is_a_section_after_jobfill() -> None:
     ("profile", "expanded", "measured"),
     [
         ("quick", 8, 8),
-        ("full", 80, 60),
-    ],  # full: 2 layouts x 2 caches x 2 protocols x 2 engines x up to 5 reps (adaptive, 2-5)
+        ("full", 128, 96),
+    ],  # full: 2 layouts x 2 caches x 2 protocols x 2 engines x up to 8 reps (adaptive, 2-8)
 )
 def test_shipped_profiles_expand_the_format_grid(
     profile: str, expanded: int, measured: int
