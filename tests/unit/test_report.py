@@ -187,11 +187,13 @@ def test_sections_draw_with_one_level_of_each_knob(
     assert all("base64," in f for f in figures)
 
 
-def test_a_section_the_site_could_not_run_says_why(
+def test_a_section_without_runs_names_the_possible_reasons_and_the_sweep_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A site without posix (the WAN profile) has an empty readahead table: the page says
-    which protocols the site offers instead of drawing an empty figure."""
+    """A site without posix (the WAN profile) has an empty readahead table: instead of an empty
+    figure the page names the reasons a point is skipped (a section run on other sites, a
+    protocol the site lacks, with those it offers) and the log that says which; it once named
+    the protocols alone, wrong for a section limited to other sites."""
     from instore.report import sections, show
 
     records = rows().query("site == 'fixture-cold' and section == 'protocols'")
@@ -206,11 +208,10 @@ def test_a_section_the_site_could_not_run_says_why(
     monkeypatch.setattr(show, "_display", shown.append)
     sections.readahead(sections.SiteView.load("fixture-cold", results))
     assert not any(m.startswith("<figure") for m in shown)
-    assert any(
-        f"No successful runs were recorded for readahead on fixture-cold (it offers {', '.join(offered)}"
-        in m
-        for m in shown
-    ), shown
+    note = next(m for m in shown if "No successful runs were recorded for readahead" in m)
+    # it does not know which reason skipped the points: it names them all and the sweep's log
+    assert "none of its points was measured here" in note and "`sites:`" in note
+    assert f"this site offers {', '.join(offered)}" in note and "sweep.log" in note
 
 
 def test_conditions_read_as_a_short_table_with_units() -> None:

@@ -37,14 +37,23 @@ def _has(view: SiteView, section: str) -> bool:
     """True when the section has successful rows; otherwise say so on the page."""
     if section in view.sections and len(view.points(section)):
         return True
-    offered = view.conditions().get("protocols")
-    why = (
-        f" (it offers {', '.join(offered)}; points over other protocols are skipped)"
-        if offered
-        else ""
-    )
-    show.note(f"No successful runs were recorded for {section} on {view.site}{why}.")
+    show.note(no_runs_note(view, section))
     return False
+
+
+def no_runs_note(view: SiteView, section: str) -> str:
+    """Why a section page has nothing to show, without guessing which reason it was: the
+    sweep's log names each skipped point's reason (the report has only the records)."""
+    measured = section in view.sections and len(view.rows(section, ok_only=False))
+    what = "every measured job failed" if measured else "none of its points was measured here"
+    offered = view.conditions().get("protocols")
+    protocols = f" (this site offers {', '.join(offered)})" if offered else ""
+    return (
+        f"No successful runs were recorded for {section} on {view.site}: {what}. A point is "
+        "skipped when the study file runs the section on other sites (its `sites:`), when it "
+        f"needs a protocol the site does not offer{protocols}, or when its engine cannot read "
+        f"it; the sweep's log (logs/{view.site}/sweep.log after `make study`) names each reason."
+    )
 
 
 def _cache_order(rows: pd.DataFrame) -> list[str]:
