@@ -14,6 +14,8 @@ from typing import Any
 from instore import credentials
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig
+from instore.site.dataset.model import Dataset
+from instore.site.dataset.store import require
 from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
 from instore.site.verify import VerifiedCopies, verify_endpoint
 
@@ -32,6 +34,12 @@ class PreflightError(InstoreError):
 def preflight(site: SiteConfig) -> list[str]:
     """One line per failing endpoint of a real site (empty = all answer)."""
     return RealLive(site, []).preflight()
+
+
+def site_dataset(site: SiteConfig, results: Path = DEFAULT_RESULTS) -> Dataset:
+    """A real site's own dataset, for a sweep to plan with: the description kept in
+    ``results`` if current, else surveyed now (the only network I/O before planning)."""
+    return require(RealLive(site, [], results), results)
 
 
 class RealLive(LiveSite):
@@ -113,9 +121,7 @@ class RealLive(LiveSite):
         A site with its own dataset and no calibration.file: the dataset's first file."""
         cfg = self.config
         if not cfg.calibration.file and cfg.dataset is not None:
-            from instore.site.dataset import require
-
-            first = require(cfg, self.results).files[0]
+            first = site_dataset(cfg, self.results).files[0]
             return first.name, first.size
         if not cfg.calibration.file:
             raise InstoreError(f"{cfg.path}: field calibration.file is missing",
