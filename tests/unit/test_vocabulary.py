@@ -55,3 +55,18 @@ def test_a_new_word_is_written_into_every_schema_that_lists_it(
     assert vocabulary.disagreements() == []
     study = json.loads((tmp_path / "study.schema.json").read_text())
     assert list(vocabulary.at(study, vocabulary.SECTIONS_POINTER))[-1] == "tape"
+
+
+def test_one_section_registry_in_study_order() -> None:
+    from instore.summary.figures import FIGURES
+    from instore.summary.sections import REGISTRY, title
+
+    assert tuple(REGISTRY) == SECTIONS
+    assert title("format") == "File format: TTree and RNTuple" and title("compare") == "compare"
+    advising = sorted((s for s in REGISTRY.values() if s.advice), key=lambda s: s.advice_rank or 0)
+    assert [s.name for s in advising] == [
+        "protocols", "cache", "layout", "readahead", "jobfill", "format", "caching"]  # fmt: skip
+    assert len({s.advice_rank for s in advising}) == len(advising)
+    pages = {page for page, _ in FIGURES.values()}
+    assert pages - set(SECTIONS) == {"compare", "baseline"}  # every other page is a section's
+    assert REGISTRY["format"].figures[0] == "format_wall"
