@@ -31,6 +31,9 @@ def test_the_code_registries_are_the_vocabulary() -> None:
     assert Runtime.PODMAN == "podman" and Runtime.NONE.value == "none"
     assert ("auto", *vocabulary.RUNTIMES) == SETTINGS
     assert SECTIONS == vocabulary.SECTIONS
+    from instore.payload.runner import ENGINES as PAYLOAD
+
+    assert tuple(PAYLOAD) == vocabulary.PAYLOAD_ENGINES == ("root", "uproot")
 
 
 def test_writing_the_schemas_changes_nothing_when_they_agree() -> None:

@@ -25,6 +25,7 @@ RNTUPLE_LAYOUTS: tuple[str, ...] = ("rntuple", "rntuple-small", "rntuple-matched
 LAYOUTS: tuple[str, ...] = TTREE_LAYOUTS + RNTUPLE_LAYOUTS
 PROTOCOLS: tuple[str, ...] = ("posix", "stage-in", "xrootd", "http", "fuse", "xcache")
 ENGINES: tuple[str, ...] = ("root", "uproot", "replay")  # sweep.engines says what each reads
+PAYLOAD_ENGINES: tuple[str, ...] = ENGINES[:2]  # the ones a payload reads files with
 AUTH_KINDS: tuple[str, ...] = ("x509", "token", "none")
 RUNTIMES: tuple[str, ...] = ("podman", "apptainer", "none")
 AUTO_RUNTIME = "auto"  # a runtime setting, not a runtime: the first one found
