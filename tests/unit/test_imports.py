@@ -86,3 +86,14 @@ def test_no_module_is_over_the_line_limit() -> None:
     long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text().splitlines())) > MAX_LINES}  # fmt: skip
     assert long == {}
+
+
+def test_the_site_package_loads_no_dataframes() -> None:
+    """``instore site`` commands and the sweep's site code start without numpy and pandas: a
+    site's own dataset (which needs them) is loaded only for a site that has one."""
+    import subprocess
+    import sys
+
+    code = "import sys, instore.site; print('pandas' in sys.modules, 'numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

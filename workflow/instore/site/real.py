@@ -9,15 +9,16 @@ import os
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from instore import credentials
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig
-from instore.site.dataset.model import Dataset
-from instore.site.dataset.store import require
 from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
 from instore.site.verify import VerifiedCopies, verify_endpoint
+
+if TYPE_CHECKING:
+    from instore.site.dataset.model import Dataset
 
 
 class PreflightError(InstoreError):
@@ -39,6 +40,8 @@ def preflight(site: SiteConfig) -> list[str]:
 def site_dataset(site: SiteConfig, results: Path = DEFAULT_RESULTS) -> Dataset:
     """A real site's own dataset, for a sweep to plan with: the description kept in
     ``results`` if current, else surveyed now (the only network I/O before planning)."""
+    from instore.site.dataset.store import require  # numpy and pandas: dataset sites only
+
     return require(RealLive(site, [], results), results)
 
 
