@@ -46,7 +46,8 @@ lint: venv  ## ruff, and the docs built with mkdocs --strict (into build/docs)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
-docs: venv  ## regenerate the generated docs pages (reference from the schemas and parsers, results from bench/*.json and the study's reference run in docs/data/reference)
+docs: venv  ## regenerate the generated docs pages (the schemas' enums from instore/vocabulary.py, reference from the schemas and parsers, results from bench/*.json and the study's reference run in docs/data/reference)
+	$(BIN)/python -m instore.vocabulary
 	$(BIN)/python docs/gen/reference.py docs
 	$(BIN)/python docs/gen/results.py docs
 	$(BIN)/python docs/gen/study.py docs

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from instore.site import dataset as datasets
 from instore.site.config import load_site
-from instore.site.real import RealLive
+from instore.site.real import RealLive, site_dataset
 from instore.study import load_study
 from instore.sweep.options import SweepOptions
 from instore.sweep.plan import files_for, plan
@@ -134,7 +134,8 @@ def test_preflight_lists_what_the_dataset_holds_and_the_sweep_plans_from_it(
     study = load_study(tmp_path / "study.yaml")
     opts = SweepOptions(study=study, site=str(path), sections=list(STUDY["profiles"]["t"]["sections"]),
                         data=tmp_path / "none", results=results, progress=False)  # fmt: skip
-    planned = plan(opts, load_site(path))
+    own = load_site(path)
+    planned = plan(opts, own, site_dataset(own, results))  # the kept description
     reasons = sorted(planned.skipped)
     assert reasons[0].startswith("cms/flat.root: pattern agc-2.7 needs ")
     assert reasons[1:] == ["the dataset has no unordered TTree files (it holds: 1 RNTuple, "

@@ -12,14 +12,14 @@ from instore.study import SECTIONS, expand, load_study
 from instore.study.config import DEFAULT_STUDY
 from instore.study.grid import Point
 from instore.sweep.jobs import job_argv
-from instore.sweep.plan import grid_skip_reason
+from instore.sweep.plan import engine_skip_reason
 
 FILES = {"size_mb": 16, "replicas": 8, "seed": 1, "cluster_mb": 4}
 
 
 def _measured(profile: str) -> list[Point]:
     study = load_study(overrides={"profile": profile})
-    return [p for p in expand(study, "format") if grid_skip_reason(study, p) is None]
+    return [p for p in expand(study, "format") if engine_skip_reason(study, p) is None]
 
 
 def test_format_is_a_section_after_jobfill() -> None:
@@ -50,13 +50,13 @@ def test_shipped_profiles_expand_the_format_grid(
 
 def test_uproot_runs_once_at_the_first_cache_setting() -> None:
     study = load_study(overrides={"profile": "full"})
-    skipped = [p for p in expand(study, "format") if grid_skip_reason(study, p)]
+    skipped = [p for p in expand(study, "format") if engine_skip_reason(study, p)]
     assert skipped and all(p.engine == "uproot" and p.cache_mb is None for p in skipped)
-    assert "no client cache" in str(grid_skip_reason(study, skipped[0]))
+    assert "no client cache" in str(engine_skip_reason(study, skipped[0]))
     kept = [p for p in _measured("full") if p.engine == "uproot"]
     assert {p.cache_mb for p in kept} == {0}
     other = Point("cache", engine="uproot", cache_mb=2.0)  # other sections are left alone
-    assert grid_skip_reason(study, other) is None
+    assert engine_skip_reason(study, other) is None
 
 
 def test_format_points_read_their_layouts_file_with_the_cache_knob() -> None:
@@ -87,18 +87,19 @@ def test_root_engine_rntuple_over_http_is_skipped_with_its_reason(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from instore.payload import engine_rntuple
-    from instore.sweep.plan import engine_skip_reason
 
+    study = load_study(overrides={"profile": "quick"})
     monkeypatch.setattr(engine_rntuple, "xrdclhttp_available", lambda: True)
     http = Point("format", layout="rntuple", protocol="http")
-    assert engine_skip_reason(http) == engine_rntuple.NO_HTTP
+    assert engine_skip_reason(study, http) == engine_rntuple.NO_HTTP
     assert engine_rntuple.NO_HTTP_FIX == "use the uproot engine or xrootd"
     for fine in (Point("format", layout="ordered", protocol="http"),
                  Point("format", layout="rntuple", protocol="xrootd"),
-                 Point("format", layout="rntuple-small", protocol="http", engine="uproot")):  # fmt: skip
-        assert engine_skip_reason(fine) is None
+                 Point("format", layout="rntuple-small", protocol="http", engine="uproot",
+                       cache_mb=0)):  # fmt: skip
+        assert engine_skip_reason(study, fine) is None
     monkeypatch.setattr(engine_rntuple, "xrdclhttp_available", lambda: False)  # TWebFile: fine
-    assert engine_skip_reason(http) is None
+    assert engine_skip_reason(study, http) is None
 
 
 class _FakeFile:

@@ -15,7 +15,7 @@ import yaml
 from instore.errors import InstoreError
 from instore.site import dataset as datasets
 from instore.site.config import load_site
-from instore.site.real import RealLive
+from instore.site.real import RealLive, site_dataset
 from instore.study import Point, load_study
 from instore.sweep.options import SweepOptions
 from instore.sweep.plan import files_for, plan, tree_for
@@ -192,6 +192,36 @@ def test_job_j_reads_file_j_mod_n_of_its_layout() -> None:
     assert ds.holds() == "1 RNTuple, 2 ordered TTree"
 
 
+def test_planning_does_no_network_io(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planner is handed the surveyed dataset: it lists, stats, opens and connects nothing."""
+    import socket
+
+    import instore.storage
+    from instore.site.dataset import store, surveyor
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("the planner did I/O on the site")
+
+    for module, name in ((instore.storage, "storage_for"), (surveyor, "survey"),
+                         (store, "survey"), (surveyor, "describe_file"), (socket.socket, "connect"),
+                         (socket, "create_connection"), (socket, "getaddrinfo")):  # fmt: skip
+        monkeypatch.setattr(module, name, refuse)
+    site = load_site(site_file(tmp_path, {"files": ["a.root", "b.root"]}))
+    nano = ("nJet", "Jet_pt", "Jet_eta", "Jet_phi", "Jet_mass", "Jet_btagCSVV2")
+    ds = dataset_of(("a.root", "ordered", nano), ("b.root", "ordered", nano))
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
+    study = load_study(tmp_path / "study.yaml")
+    opts = SweepOptions(study=study, site=str(tmp_path / "own.yaml"), sections=["layout", "jobfill"],
+                        data=tmp_path / "no-data", results=tmp_path / "results", progress=False)  # fmt: skip
+    planned = plan(opts, site, ds)
+    assert planned.dataset is ds and planned.files == []
+    assert planned.skipped == {
+        "the dataset has no unordered TTree files (it holds: 2 ordered TTree)": 1}  # fmt: skip
+    assert len(planned.todo) == 3  # layout ordered, fill 1 and 3
+    with pytest.raises(InstoreError, match="survey the site's dataset before planning"):
+        plan(opts, site)  # a site with its own dataset is never planned without its survey
+
+
 # --- a posix-only site on this machine ------------------------------------------------------
 
 STUDY = {
@@ -248,7 +278,8 @@ def test_preflight_lists_the_dataset_and_the_sweep_plans_from_it(
     study = load_study(tmp_path / "study.yaml")
     opts = SweepOptions(study=study, site=str(posix_site), sections=list(STUDY["profiles"]["t"]["sections"]),
                         data=tmp_path / "no-data", results=results, progress=False)  # fmt: skip
-    planned = plan(opts, load_site(posix_site))
+    own = load_site(posix_site)
+    planned = plan(opts, own, site_dataset(own, results))  # the kept description
     assert planned.files == []  # nothing generated is needed
     assert planned.dataset is not None and planned.dataset.tree == "events"
     assert planned.skipped == {

@@ -68,7 +68,7 @@ def bring_sites_down():
 
 def layouts_of(fileset):
     """A file set's layouts in the generator's order: those its sections read."""
-    from instore.generate.layouts import LAYOUTS as KNOWN_LAYOUTS
+    from instore.vocabulary import LAYOUTS as KNOWN_LAYOUTS
 
     used = STUDY.layouts_of(fileset)
     return [lay for lay in KNOWN_LAYOUTS if lay in used]

@@ -3,7 +3,7 @@
 # files drawn like a real file's template).
 from dataclasses import asdict
 
-from instore.generate.layouts import LAYOUTS as KNOWN_LAYOUTS
+from instore.vocabulary import LAYOUTS as KNOWN_LAYOUTS
 from instore.study.config import DEFAULT_FILESET
 from instore.study.files import replica_names
 

@@ -20,17 +20,14 @@ from pathlib import Path
 
 from instore.container.hosts import add_host_args, own_address_entries
 from instore.errors import InstoreError
+from instore.vocabulary import RUNTIME_SETTINGS, RUNTIMES
 
 log = logging.getLogger(__name__)
 
 
-class Runtime(StrEnum):
-    PODMAN = "podman"
-    APPTAINER = "apptainer"
-    NONE = "none"
-
-
-SETTINGS: tuple[str, ...] = ("auto", *(r.value for r in Runtime))
+# The runtimes, as the vocabulary lists them: Runtime.PODMAN, Runtime.APPTAINER, Runtime.NONE.
+Runtime = StrEnum("Runtime", {name.upper(): name for name in RUNTIMES})
+SETTINGS: tuple[str, ...] = RUNTIME_SETTINGS
 # Sites have Apptainer; this machine has podman; the host venv is the last resort.
 AUTO_ORDER: tuple[Runtime, ...] = (Runtime.APPTAINER, Runtime.PODMAN)
 # podman 4.3 lowers its own RLIMIT_NPROC to this before it starts runc; without

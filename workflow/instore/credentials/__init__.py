@@ -11,7 +11,6 @@ import importlib
 from typing import Any
 
 from instore.credentials.discovery import (
-    AUTH_KINDS,
     CERT_DIR_ENV,
     CREATE_PROXY,
     DEFAULT_CERT_DIR,
@@ -43,6 +42,7 @@ from instore.credentials.handoff import (
     host_env,
     ssl_context,
 )
+from instore.vocabulary import AUTH_KINDS  # what a site's auth: may say
 
 __all__ = [
     "AUTH_KINDS", "CERT_DIR_ENV", "CREATE_PROXY", "DEFAULT_CERT_DIR", "GET_TOKEN", "INSIDE",

@@ -29,7 +29,6 @@ from instore.errors import InstoreError
 PROXY_ENV, CERT_DIR_ENV, VOMS_DIR_ENV = "X509_USER_PROXY", "X509_CERT_DIR", "X509_VOMS_DIR"
 TOKEN_ENV, TOKEN_FILE_ENV = "BEARER_TOKEN", "BEARER_TOKEN_FILE"
 DEFAULT_CERT_DIR = "/etc/grid-security/certificates"
-AUTH_KINDS = ("x509", "token", "none")
 RENEW_PROXY = "renew it with voms-proxy-init or xrdgsiproxy init"
 CREATE_PROXY = "create one with voms-proxy-init (or xrdgsiproxy init) and export X509_USER_PROXY"
 GET_TOKEN = "get one (e.g. oidc-token or htgettoken) and export BEARER_TOKEN_FILE"

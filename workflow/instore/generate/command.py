@@ -9,8 +9,10 @@ from pathlib import Path
 
 from instore.cliutil import comma_choices
 from instore.errors import InstoreError
-from instore.generate.layouts import DEFAULT_LAYOUTS, LAYOUTS, RNTUPLE_DEFAULTS, generate_files
+from instore.generate.layouts import DEFAULT_LAYOUTS, generate_files
+from instore.generate.spec import RNTUPLE_DEFAULTS
 from instore.generate.template import load_template, named_templates
+from instore.vocabulary import LAYOUTS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

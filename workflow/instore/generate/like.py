@@ -15,16 +15,13 @@ import json
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from instore import __version__
 from instore.errors import InstoreError
+from instore.generate.spec import FileSpec, rntuple_write_options
 from instore.generate.template import Template
 from instore.generate.values import chunks, max_values
 from instore.rootenv import declare, root_version
-
-if TYPE_CHECKING:
-    from instore.generate.layouts import FileSpec
 
 DISK_FULL = "check the output directory exists, is writable and has room"
 
@@ -119,8 +116,6 @@ def write_like(
     spec: FileSpec, template: Template, target: Path, n_events: int, sort: dict[str, str]
 ) -> None:
     """One layout of one replica written to ``target``."""
-    from instore.generate.layouts import rntuple_write_options  # layouts calls this module
-
     fields = asdict(spec)
     compression = spec.compression
     cluster_bytes = int(spec.cluster_mb * 1e6)

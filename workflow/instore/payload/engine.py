@@ -10,17 +10,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from uproot.source.coalesce import CoalesceConfig
+
 if TYPE_CHECKING:
-    from instore.payload.engine_uproot import UprootKnobs
     from instore.payload.objects import DataObject
     from instore.payload.pattern import Pattern
     from instore.payload.result import EngineResult
 
 
-def _uproot_defaults() -> UprootKnobs:
-    from instore.payload.engine_uproot import UprootKnobs
+@dataclass(frozen=True)
+class UprootKnobs:
+    """uproot's client-side readahead: how requests are coalesced, and how much is read at once."""
 
-    return UprootKnobs()
+    max_range_gap: int = CoalesceConfig.max_range_gap
+    max_request_bytes: int = CoalesceConfig.max_request_bytes
+    max_request_ranges: int = CoalesceConfig.max_request_ranges
+    step_bytes: int = 64 * 1024 * 1024  # uncompressed bytes per step when the file has one cluster
+    timeout: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -30,7 +36,7 @@ class ClientOptions:
 
     cache_bytes: int | None = None  # None keeps ROOT's default, 0 turns it off
     readahead_bytes: int | None = None  # None keeps ROOT's default
-    uproot: UprootKnobs = field(default_factory=_uproot_defaults)
+    uproot: UprootKnobs = field(default_factory=UprootKnobs)
     threads: int = 1  # threads the job reads with (instore.payload.threads)
     mt_mode: str | None = None  # how it uses them: cluster, implicit, executors; None: 1 thread
 

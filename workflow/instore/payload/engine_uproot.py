@@ -10,7 +10,6 @@ import shutil
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 from uproot.source.coalesce import CoalesceConfig
@@ -18,23 +17,12 @@ from uproot.source.coalesce import CoalesceConfig
 from instore.errors import InstoreError
 from instore.payload import objects
 from instore.payload.cpuburn import burn
-from instore.payload.engine import ClientOptions
+from instore.payload.engine import ClientOptions, UprootKnobs
 from instore.payload.maps import basket_map, page_map
 from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
 from instore.payload.source import source_class
-
-
-@dataclass(frozen=True)
-class UprootKnobs:
-    """uproot's client-side readahead: how requests are coalesced, and how much is read at once."""
-
-    max_range_gap: int = CoalesceConfig.max_range_gap
-    max_request_bytes: int = CoalesceConfig.max_request_bytes
-    max_request_ranges: int = CoalesceConfig.max_request_ranges
-    step_bytes: int = 64 * 1024 * 1024  # uncompressed bytes per step when the file has one cluster
-    timeout: float = 60.0
 
 
 def _steps(tree: object, first: int, stop: int, step_bytes: int) -> list[tuple[int, int]]:

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from instore.vocabulary import PAYLOAD_ENGINES
+
 PR_SET_PDEATHSIG = 1
 OUTPUT_TAIL = 200_000  # bytes of a job's stdout and stderr sent back (the record is the last line)
 
@@ -306,7 +308,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--engine",
-        choices=("root", "uproot"),
+        choices=PAYLOAD_ENGINES,
         default="root",
         help="the engine whose jobs it runs (default root); uproot's never loads ROOT",
     )

@@ -15,9 +15,9 @@ import pandas as pd
 from instore.report import intervals
 from instore.report.compare import best_and_worst
 from instore.report.conditions import conditions_html
-from instore.report.sections import TITLES
 from instore.summary.command import recommendations_path, summary_path
 from instore.summary.load import read_site, sections_present
+from instore.summary.sections import title
 
 STYLE = (
     "body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em;line-height:1.4}"
@@ -111,7 +111,7 @@ def _site_block(results: Path, site: str) -> str:
     cond = latest_conditions(rows)
     name = html.escape(site)
     links = " | ".join(
-        f'<a href="{site}/{s}.html">{html.escape(TITLES[s])}</a>'
+        f'<a href="{site}/{s}.html">{html.escape(title(s))}</a>'
         for s in sections_present(results, site)
     )
     facts = "".join(

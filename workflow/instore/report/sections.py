@@ -15,22 +15,7 @@ from instore.report import intervals, show
 from instore.report.conditions import conditions_html
 from instore.report.plots import interval_bars, interval_lines, iqr, limit_line, panels
 from instore.report.view import SiteView
-from instore.study import SECTIONS
-
-TITLES = {
-    "layout": "File layout",
-    "cache": "TTreeCache size",
-    "protocols": "Protocols",
-    "readahead": "Readahead and buffer size",
-    "jobfill": "Jobs per node",
-    "format": "File format: TTree and RNTuple",
-    "caching": "Site cache and round-trip time",
-    "scale": "File size: NanoAOD-like files from 16 MB to 1 GB",
-    "replay": "Real analyses, recorded once and replayed here",
-    "load": "Many clients at once: which resource gives out first",
-    "scheduler": "The disk's I/O scheduler under load",
-    "filesystem": "The disk's file system under load: ext4 and xfs",
-}
+from instore.summary.sections import REGISTRY, title
 
 
 def _has(view: SiteView, section: str) -> bool:
@@ -73,7 +58,7 @@ def points_table(
 
 
 def header(view: SiteView, section: str) -> None:
-    show.heading(f"{view.site}: {TITLES.get(section, section)}", 1)
+    show.heading(f"{view.site}: {title(section)}", 1)
     cond = view.conditions()
     described = str(cond.get("description") or view.site).rstrip(". ")
     show.note(f"{described}. {view.limits.describe()}.")
@@ -352,9 +337,9 @@ def section_links(view: SiteView) -> None:
     import html
 
     items = "".join(
-        f'<li><a href="{s}.html">{html.escape(TITLES[s])}</a></li>'
-        for s in SECTIONS
-        if s in view.sections
+        f'<li><a href="{s.name}.html">{html.escape(s.title)}</a></li>'
+        for s in REGISTRY.values()
+        if s.name in view.sections
     )
     show._display(f"<ul>{items}</ul>")
 

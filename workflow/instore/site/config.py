@@ -12,6 +12,7 @@ from typing import Any
 
 from instore.configfile import CONFIG_DIR, REPO_ROOT, read_yaml, validate
 from instore.errors import InstoreError
+from instore.vocabulary import PROTOCOLS
 
 # REPO_ROOT is re-exported: results live under it (instore.site.live).
 __all__ = [
@@ -29,7 +30,6 @@ __all__ = [
     "site_path",
 ]
 
-PROTOCOLS: tuple[str, ...] = ("posix", "stage-in", "xrootd", "http", "fuse", "xcache")
 SITES_DIR = CONFIG_DIR / "sites"
 
 

@@ -9,13 +9,16 @@ import os
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from instore import credentials
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig
 from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
 from instore.site.verify import VerifiedCopies, verify_endpoint
+
+if TYPE_CHECKING:
+    from instore.site.dataset.model import Dataset
 
 
 class PreflightError(InstoreError):
@@ -32,6 +35,14 @@ class PreflightError(InstoreError):
 def preflight(site: SiteConfig) -> list[str]:
     """One line per failing endpoint of a real site (empty = all answer)."""
     return RealLive(site, []).preflight()
+
+
+def site_dataset(site: SiteConfig, results: Path = DEFAULT_RESULTS) -> Dataset:
+    """A real site's own dataset, for a sweep to plan with: the description kept in
+    ``results`` if current, else surveyed now (the only network I/O before planning)."""
+    from instore.site.dataset.store import require  # numpy and pandas: dataset sites only
+
+    return require(RealLive(site, [], results), results)
 
 
 class RealLive(LiveSite):
@@ -113,9 +124,7 @@ class RealLive(LiveSite):
         A site with its own dataset and no calibration.file: the dataset's first file."""
         cfg = self.config
         if not cfg.calibration.file and cfg.dataset is not None:
-            from instore.site.dataset import require
-
-            first = require(cfg, self.results).files[0]
+            first = site_dataset(cfg, self.results).files[0]
             return first.name, first.size
         if not cfg.calibration.file:
             raise InstoreError(f"{cfg.path}: field calibration.file is missing",

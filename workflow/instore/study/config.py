@@ -14,10 +14,6 @@ from instore.errors import InstoreError
 if TYPE_CHECKING:
     from instore.site.config import SiteConfig
 
-SECTIONS = (
-    "layout", "cache", "protocols", "readahead", "jobfill", "format", "caching", "scale", "replay",
-    "load", "scheduler", "filesystem",
-)  # fmt: skip
 DEFAULT_FILESET = "default"  # the profile's `files`: the study's own analysis-like schema
 DEFAULT_STUDY = CONFIG_DIR / "study.yaml"
 RUNTIME_ENV = "INSTORE_CONTAINER_RUNTIME"

@@ -9,9 +9,10 @@ from pathlib import Path
 import pandas as pd
 
 from instore.calibration import read_calibration
+from instore.summary.advice import EFFICIENCY_FLOOR, Recommendation
 from instore.summary.limits import from_calibration
 from instore.summary.load import read_site
-from instore.summary.recommend import EFFICIENCY_FLOOR, Recommendation, recommend
+from instore.summary.sections import recommend
 from instore.summary.stats import point_stats
 
 

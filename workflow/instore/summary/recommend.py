@@ -1,4 +1,5 @@
-"""The overview's recommendations, each computed from the point statistics and linked to the
+"""The overview's recommendations (``summary.sections`` says which section gives which, in
+what order), each computed from the point statistics and linked to the
 figure that supports it. A section without enough points gives no recommendation, not a guess.
 Every figure a recommendation quotes carries its 95% interval, every comparison its ratio's
 interval, and one whose interval includes 1 names no winner (``instore.summary.advice``).
@@ -35,7 +36,7 @@ from instore.summary.interval import Ratio
 __all__ = [
     "EFFICIENCY_FLOOR", "WALL_TOLERANCE", "Recommendation", "access_method", "break_even_ms",
     "cache", "caching", "caching_curves", "efficiency_drop_ms", "format_advice", "format_name",
-    "jobfill", "layout", "protocols", "readahead", "recommend",
+    "jobfill", "layout", "protocols", "readahead",
 ]  # fmt: skip
 
 
@@ -312,10 +313,3 @@ def jobfill(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendat
     return Recommendation(
         "jobfill", capitalised("; ".join(phrases)) + ".", link("jobfill"), evidence
     )
-
-
-def recommend(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> list[Recommendation]:
-    """Every recommendation the site's results support, in study order."""
-    found = (protocols(stats), cache(stats), layout(stats), readahead(stats), jobfill(stats, floor),
-             format_advice(stats), caching(stats, floor))  # fmt: skip
-    return [r for r in found if r is not None]

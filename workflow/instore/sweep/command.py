@@ -15,6 +15,7 @@ from instore.sweep.cluster import ClusterSpec
 from instore.sweep.options import LAUNCHES, SweepOptions, SweepSummary
 from instore.sweep.runner import run_site
 from instore.sweep.store import records_older_than
+from instore.vocabulary import RUNTIME_SETTINGS
 
 FAILED_POINTS = 1  # exit status when some points' jobs failed (they are in the tables)
 
@@ -78,7 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--runtime",
         default="none",
-        choices=["auto", "podman", "apptainer", "none"],
+        choices=list(RUNTIME_SETTINGS),
         help="run each job in this container runtime (default: none, the host venv)",
     )
     p.add_argument(

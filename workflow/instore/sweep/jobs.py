@@ -18,6 +18,7 @@ from instore.payload.runner import CGROUP_ENV
 from instore.record import JobFate, JobOutcome
 from instore.study import Point
 from instore.study.files import traces_dir
+from instore.sweep.engines import engine_of
 from instore.urls import is_local, local_path
 
 CONTAINER_CGROUP = "/instore/blkio"  # where a container sees the site's blkio cgroup
@@ -82,14 +83,9 @@ def run_job(job: Job, start_at: float) -> JobOutcome:
     return JobOutcome(record, container, fate)
 
 
-# The replayer runs in the warm payload that holds no ROOT: it reads root:// with PyPI xrootd,
-# whose client cannot share a process with ROOT's.
-REPLAY_PAYLOAD = "uproot"
-
-
 def payload_engine(point: Point) -> str:
     """Which warm payload forks the point's jobs (one per engine on each worker)."""
-    return REPLAY_PAYLOAD if point.trace is not None else point.engine
+    return engine_of(point).payload
 
 
 # instore replay's own per-request time-out, and the share of a job's time-out a replay

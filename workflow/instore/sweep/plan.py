@@ -13,18 +13,14 @@ from pathlib import Path
 import pandas as pd
 
 from instore.errors import InstoreError
-from instore.generate.layouts import RNTUPLE_LAYOUTS
-from instore.payload import engine_rntuple
 from instore.payload.threads import too_many_threads
-from instore.replay.targets import IN_PLACE
-from instore.rootenv import http_auth_problem
 from instore.site import SiteConfig
-from instore.site import dataset as datasets
-from instore.site.dataset import Dataset
+from instore.site.dataset.model import Dataset
 from instore.study import Point, Study, expand
 from instore.study.files import replica_name, traces_dir
-from instore.study.grid import FORMAT_SECTION, axis_value, section_sites
+from instore.study.grid import axis_value, section_sites
 from instore.sweep.adaptive import Series, run_of
+from instore.sweep.engines import engine_of
 from instore.sweep.options import SweepOptions
 from instore.sweep.store import RecordStore
 
@@ -93,11 +89,18 @@ def _measured(table: pd.DataFrame) -> dict[str, list[dict]]:
     return {str(k): rows.to_dict("records") for k, rows in table.groupby("point_key")}
 
 
-def plan(opts: SweepOptions, site: SiteConfig) -> Plan:
-    """What to measure, what is already measured, what is skipped and why, the files needed."""
+def plan(opts: SweepOptions, site: SiteConfig, dataset: Dataset | None = None) -> Plan:
+    """What to measure, what is already measured, what is skipped and why, the files needed.
+    ``dataset``: a site with its own dataset's description, surveyed before planning
+    (``instore.site.real.site_dataset``): planning itself does no network I/O."""
+    if (site.dataset is None) != (dataset is None):
+        raise InstoreError(
+            f"site {site.name}: planned with{'out' if dataset is None else ''} a dataset "
+            f"description, but its site file {'names' if site.dataset else 'names no'} dataset",
+            "survey the site's dataset before planning: instore.site.real.site_dataset",
+        )
     study, store = opts.study, RecordStore(opts.results, site.name)
     measured = {} if opts.force else _measured(store.table())
-    dataset = datasets.require(site, opts.results) if site.dataset else None
     result = Plan([], set(), [], dataset=dataset)
     needed: set[str] = set()
     for section in opts.sections:
@@ -166,19 +169,16 @@ def skip_reason(
         section_skip_reason(study, point, site.name)
         or site_skip_reason(point, site)
         or (dataset.skip_reason(point) if dataset is not None else None)
-        or grid_skip_reason(study, point)
-        or engine_skip_reason(point)
+        or engine_skip_reason(study, point)
         or threads_skip_reason(point, site.cores)
     )
 
 
 def threads_skip_reason(point: Point, cores: int) -> str | None:
-    """Why a point's jobs cannot have their threads (None: they can): more threads than a
-    worker's cores (a slot cannot be larger than its node), or a replay, which sends the
-    recorded job's requests and has no threads of its own."""
-    if point.threads > 1 and point.trace is not None:
-        return "a replay sends the recorded job's requests: it has no threads of its own"
-    return too_many_threads(point.threads, cores)
+    """Why a point's jobs cannot have their threads (None: they can): an engine without
+    threads of its own, or more threads than a worker's cores (a slot cannot be larger than
+    its node)."""
+    return engine_of(point).threads_reason(point) or too_many_threads(point.threads, cores)
 
 
 def section_skip_reason(study: Study, point: Point, site: str) -> str | None:
@@ -190,7 +190,8 @@ def section_skip_reason(study: Study, point: Point, site: str) -> str | None:
 
 
 def site_skip_reason(point: Point, site: SiteConfig) -> str | None:
-    """Why the site's file alone rules a point out (None: it can run there)."""
+    """Why the site's file alone rules a point out (None: it can run there): its own limits,
+    then what it rules out for the point's engine."""
     reason = site.rules_out(
         point.protocol,
         point.block_readahead_kb,
@@ -199,32 +200,13 @@ def site_skip_reason(point: Point, site: SiteConfig) -> str | None:
         point.io_scheduler,
         point.filesystem,
     )
-    if reason is None and point.engine == "root" and point.protocol == "http":
-        reason = http_auth_problem(site.auth)  # the root engine's HTTP client lacks the auth
-    return reason
+    return reason or engine_of(point).site_reason(point, site)
 
 
-def grid_skip_reason(study: Study, point: Point) -> str | None:
-    """Why the study's own grid leaves a point out (None: it is measured). In the format
-    section the uproot engine has no client cache (cache_mb means nothing to it): its points run
-    at the grid's first cache_mb only, rather than measure the same read twice."""
-    if point.section != FORMAT_SECTION or point.engine != "uproot":
-        return None
-    first = axis_value("cache_mb", study.sections[FORMAT_SECTION].get("cache_mb", ["default"])[0])
-    if point.cache_mb != first:
-        return "uproot has no client cache: its format points run at the first cache_mb only"
-    return None
-
-
-def engine_skip_reason(point: Point) -> str | None:
-    """Why the point's engine cannot read its file over its protocol here (None: it can): the
-    root engine reads no RNTuple over http through XrdClHttp (RNTuple has no HTTP of its own);
-    a replay reads in place, so it has no stage-in."""
-    if point.engine == "replay" and point.protocol not in IN_PLACE:
-        return f"a replay reads in place; {point.protocol} copies the file first"
-    if point.engine == "root" and point.protocol == "http" and point.layout in RNTUPLE_LAYOUTS:
-        return engine_rntuple.http_problem()
-    return None
+def engine_skip_reason(study: Study, point: Point) -> str | None:
+    """Why the point's engine does not read it (None: it does): the study's grid leaves it out
+    for that engine, or the engine cannot read its layout over its protocol here."""
+    return engine_of(point).skip_reason(point, study)
 
 
 def cluster_skip_reason(point: Point, workers: int, cores: int | None = None) -> str | None:

@@ -24,7 +24,8 @@ from instore.container import Access, measure_startup, select_runtime, target_fo
 from instore.container.runtime import Runtime, Target
 from instore.record import JobOutcome, PointInfo, SiteInfo, row, utc_now
 from instore.site import LiveSite, SiteConfig, load_site, open_site
-from instore.site.dataset import Dataset
+from instore.site.dataset.model import Dataset
+from instore.site.real import site_dataset
 from instore.site.usage import usage_between
 from instore.study import Point
 from instore.sweep.adaptive import Series
@@ -54,7 +55,8 @@ ALIGN_MARGIN_S = {"exec": 1.0, "fork": 0.2}
 def run_site(opts: SweepOptions) -> SweepSummary:
     """Measure every missing point of the site's sections; always rewrite the tables."""
     site = load_site(opts.site)
-    planned = plan(opts, site)
+    dataset = site_dataset(site, opts.results) if site.dataset else None  # surveyed first
+    planned = plan(opts, site, dataset)
     summary = SweepSummary(site.name, already=planned.already, skipped=dict(planned.skipped))
     todo = planned.todo
     store = RecordStore(opts.results, site.name)

@@ -5,12 +5,13 @@ rate capped by tc tbf (``shaping``) and its round-trip time stretched by an NFQU
 (``delay``); a loop-device disk (``disk``) throttled by blkio (``blkio``), served by a real
 XRootD server (``xrootd``) and mounted through xrootdfs (``fuse``). ``names`` derives every
 resource's name from the site's, ``state`` records what exists as it is made, ``system`` runs
-programs and stops our processes; ``site`` brings it all up and down; ``faults`` breaks it
+programs and stops our processes; ``build`` makes a site step by step, ``live`` is a
+running one as the sweep sees it, ``site`` brings it all up and down; ``faults`` breaks it
 on purpose.
 """
 
+from instore.site.emulated.live import EmulatedLive
 from instore.site.emulated.site import (
-    EmulatedLive,
     attach,
     bring_up,
     existing,

@@ -14,7 +14,7 @@ import time
 
 from instore.errors import InstoreError
 from instore.site.emulated import delay, netns
-from instore.site.emulated.site import EmulatedLive
+from instore.site.emulated.live import EmulatedLive
 from instore.site.emulated.system import running
 
 FAULTS = ("kill-server", "link-down", "stall")

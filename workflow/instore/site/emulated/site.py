@@ -1,5 +1,6 @@
-"""Emulated sites: bring-up in a fixed order, each resource recorded in the state file the
-moment it exists, and a teardown that works from that file or, failing it, from names.
+"""Emulated sites: bring-up in a fixed order (``build``), each resource recorded in the state
+file the moment it exists, and a teardown that works from that file or, failing it, from names.
+The running site is an ``EmulatedLive`` (``live``).
 
 A site left up by a process that died (SIGKILL, a lost session) is removed by the next
 bring-up; one whose owner still runs, or that `instore site up` left, is refused.
@@ -8,194 +9,19 @@ bring-up; one whose owner still runs, or that `instore site up` left, is refused
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig, load_site
-from instore.site.emulated import blkio, delay, disk, fuse, netns, shaping, xcache, xrootd
-from instore.site.emulated.names import HTTP_PORT, PREFIX, WORK_ROOT, XROOTD_PORT, SiteNames
+from instore.site.emulated import blkio, delay, disk, fuse, netns, xcache
+from instore.site.emulated.build import build
+from instore.site.emulated.live import EmulatedLive
+from instore.site.emulated.names import PREFIX, WORK_ROOT, SiteNames
 from instore.site.emulated.state import SiteState, recorded_sites
-from instore.site.emulated.system import reap, require_root, run, running, stop_pid
-from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
-from instore.site.usage import Counters, read_counters
-from instore.site.usage import qdisc_drops as shaping_drops
-
-# Bring-up refuses a site whose RTT is far off; the integration tests hold it to 20% (or 0.15 ms
-# of host jitter for sub-millisecond RTTs). The achieved RTT is recorded in the conditions.
-RTT_TOLERANCE = 0.5
-CALIBRATION_FILE = "instore-calibration.bin"
-
-
-class EmulatedLive(LiveSite):
-    """A running emulated site, described by its state file."""
-
-    def __init__(
-        self, config: SiteConfig, state: SiteState, results: Path = DEFAULT_RESULTS
-    ) -> None:
-        super().__init__(config, results)
-        self.state = state
-        self.names = state.names
-
-    def _url(self, protocol: str, file: str) -> str:
-        n = self.names
-        if protocol == "stage-in":
-            protocol = self.config.stage_in_source
-        return {
-            "posix": str(n.data_dir / file),
-            "fuse": str(n.fuse_mount / file),
-            "xrootd": f"root://{n.storage_ip}:{XROOTD_PORT}//{n.data_dir.name}/{file}",
-            "http": f"http://{n.storage_ip}:{HTTP_PORT}/{n.data_dir.name}/{file}",
-            "xcache": f"root://127.0.0.1:{n.xcache_port}//{n.data_dir.name}/{file}",
-        }[protocol]
-
-    def drop_caches(self) -> None:
-        """Flush and drop the page cache (the server's cache is the host's page cache)."""
-        os.sync()
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-
-    @property
-    def can_read_cold(self) -> bool:
-        return True
-
-    def set_block_readahead(self, kb: int | None) -> None:
-        if kb is None:
-            assert self.config.disk
-            kb = self.config.disk.readahead_kb
-        disk.set_readahead(self.state.data["loop"], kb)
-        self.state.record("readahead_kb", kb)
-
-    def set_io_scheduler(self, name: str | None) -> None:
-        """The loop device's scheduler (none, mq-deadline, bfq, kyber); None: the site's."""
-        assert self.config.disk
-        name = name or self.config.disk.io_scheduler
-        disk.set_scheduler(self.state.data["loop"], name)
-        self.state.record("io_scheduler", name)
-
-    def disk_bytes_read(self) -> int | None:
-        return disk.bytes_read(self.state.data["loop"])
-
-    def disk_reads(self) -> int | None:
-        return disk.reads_done(self.state.data["loop"])
-
-    def counters(self) -> Counters:
-        """The host's CPU, the site's own processes' (server, cache, link delayer, FUSE), its
-        disk's counters and its link's bytes and qdisc drops (both ends)."""
-        drops = [shaping_drops(self.names.veth_worker),
-                 shaping_drops(self.names.veth_storage, self.names.netns)]  # fmt: skip
-        link = (self.link_bytes(), None if None in drops else sum(drops))  # type: ignore[arg-type]
-        return read_counters(self.state.pids(), self.state.data["loop"], link)
-
-    def bandwidth_mbit(self) -> float | None:
-        if self.config.network is None:
-            return None
-        return float(self.state.data.get("bandwidth_mbit", self.config.network.bandwidth_mbit))
-
-    def link_bytes(self) -> int | None:
-        """Bytes the worker side received over the link (IP packets, headers included)."""
-        path = Path(f"/sys/class/net/{self.names.veth_worker}/statistics/rx_bytes")
-        return int(path.read_text())
-
-    def set_conditions(self, rtt_ms: float | None, bandwidth_mbit: float | None) -> dict[str, Any]:
-        """Retune the link only where the point's conditions differ from the link's now."""
-        net, data = self.config.network, self.state.data
-        assert net
-        bandwidth = net.bandwidth_mbit if bandwidth_mbit is None else bandwidth_mbit
-        rtt = net.rtt_ms if rtt_ms is None else rtt_ms
-        if bandwidth != data.get("bandwidth_mbit", net.bandwidth_mbit):
-            _shape(self.names, bandwidth, self.state)
-        if rtt != data.get("rtt_ms_target", net.rtt_ms):
-            _retune(self.config.name, self.names, self.state, rtt)
-        return {
-            "rtt_ms_measured": data.get("rtt_ms_measured", data.get("rtt_ms_bare")),
-            "bandwidth_mbit_applied": data.get("bandwidth_mbit", net.bandwidth_mbit),
-        }
-
-    def prepare_cache(self, cache_state: str | None, files: list[str]) -> None:
-        """cold: restart the XCache with its disk emptied (memory goes with the process);
-        warm: read each file whole through it, so it holds them all."""
-        if cache_state == "cold":
-            stop_pid(self.state.pids().get("xcache", 0), xcache.CONFIG)
-            xcache.purge(self.names)
-            _start_cache(self.config, self.names, self.state)
-        elif cache_state == "warm":
-            for file in files:
-                run(["xrdcp", "--force", "--silent", self.url("xcache", file), "/dev/null"],
-                    timeout=600)  # fmt: skip
-        elif cache_state is not None:
-            raise InstoreError(f"unknown cache state {cache_state!r}", "use cold or warm")
-
-    def cache_fio_target(self) -> FioTarget | None:
-        """The XCache's own disk, for calibration (None: the site has no cache)."""
-        if self.config.cache is None:
-            return None
-        return FioTarget(self.names.cache_mount, min(FIO_MAX_MB, self.config.cache.disk_mb // 4))
-
-    def calibration_file(self) -> tuple[str, int]:
-        """Random bytes of the profile's calibration.file_mb, written on the site's disk once."""
-        path, size = self.names.data_dir / CALIBRATION_FILE, self.config.calibration.file_mb << 20
-        if not path.exists() or path.stat().st_size != size:
-            with path.open("wb") as out:
-                for _ in range(self.config.calibration.file_mb):
-                    out.write(os.urandom(1 << 20))
-            path.chmod(0o644)
-            os.sync()
-        return CALIBRATION_FILE, path.stat().st_size
-
-    def fio_target(self) -> FioTarget:
-        """The exported directory, a quarter of the disk at most, reads throttled as jobs' are."""
-        disk_mb = self.config.disk.size_mb if self.config.disk else 1024
-        return FioTarget(self.names.data_dir, min(FIO_MAX_MB, disk_mb // 4), self.names.cgroup)
-
-    def job_env(self) -> dict[str, str]:
-        return {"INSTORE_BLKIO_CGROUP": str(self.names.cgroup)}
-
-    def heal(self) -> list[str]:
-        """Between points: bring a downed worker link back up and restart a storage server or
-        latency delayer that exited, so one fault costs one point, not the rest of the sweep."""
-        names, repaired = self.names, []
-        if not netns.link_is_up(names.veth_worker):
-            netns.set_link(names.veth_worker, up=True)
-            repaired.append(f"link {names.veth_worker} was down: brought it up")
-        pids = self.state.pids()
-        if not running(pids.get("xrootd", 0), "xrootd"):
-            reap(pids.get("xrootd", 0))
-            _start_server(names, self.state)
-            repaired.append("xrootd had exited: restarted it")
-        if "delay" in pids and not running(pids["delay"], delay.MODULE):
-            reap(pids["delay"])
-            self.state.record_pid("delay", delay.start(names, self.state.data["delay_hold_ms"]).pid)
-            repaired.append("the latency delayer had exited: restarted it")
-        if self.config.cache and not running(pids.get("xcache", 0), xcache.CONFIG):
-            reap(pids.get("xcache", 0))
-            _start_cache(self.config, names, self.state)
-            repaired.append("the XCache had exited: restarted it")
-        return repaired
-
-    def _emulation(self) -> dict[str, Any]:
-        cfg, data = self.config, self.state.data
-        assert cfg.network and cfg.disk
-        cache = cfg.cache.__dict__ if cfg.cache else None
-        return {
-            **({"cache": cache} if cache else {}),
-            "network": {
-                "bandwidth_mbit": cfg.network.bandwidth_mbit,
-                "rtt_ms_target": cfg.network.rtt_ms,
-                "rtt_ms_bare": data.get("rtt_ms_bare"),
-                "rtt_ms_measured": data.get("rtt_ms_measured"),
-                "delay_hold_ms": data.get("delay_hold_ms"),
-            },
-            "disk": {
-                "size_mb": cfg.disk.size_mb,
-                "filesystem": data.get("filesystem", cfg.disk.filesystem),  # as mounted
-                "readahead_kb": data.get("readahead_kb", cfg.disk.readahead_kb),
-                "read_iops": cfg.disk.read_iops,
-                "read_mbps": cfg.disk.read_mbps,
-            },
-        }
+from instore.site.emulated.system import require_root, stop_pid
+from instore.site.live import DEFAULT_RESULTS
 
 
 def existing(names: SiteNames) -> list[str]:
@@ -228,7 +54,7 @@ def bring_up(
     state.start()
     state.record("config", str(cfg.path))
     try:
-        _build(cfg, names, state, list(files))
+        build(cfg, names, state, list(files))
     except BaseException:
         teardown(names)
         raise
@@ -258,88 +84,6 @@ def _clear_abandoned(names: SiteNames) -> None:
             f"site {names.site}: could not remove what a crashed run left ({', '.join(left)})",
             f"run `instore site down {names.site}` as root and see what it reports",
         )
-
-
-def _build(cfg: SiteConfig, names: SiteNames, state: SiteState, files: list[Path]) -> None:
-    assert cfg.network and cfg.disk
-    names.workdir.mkdir(parents=True, exist_ok=True)
-    netns.create(names)
-    state.record("netns", names.netns)
-    _shape(names, cfg.network.bandwidth_mbit, state)
-    loop = disk.create(names, cfg.disk)
-    state.record("loop", loop)
-    disk.format_and_mount(names, cfg.disk, loop)
-    state.record("filesystem", disk.mounted_type(names.disk_mount))
-    state.record("readahead_kb", cfg.disk.readahead_kb)
-    blkio.create(names.cgroup, disk.major_minor(loop), cfg.disk.read_iops, cfg.disk.read_mbps)
-    state.record("files", disk.put_files(names, files))
-    _start_server(names, state)
-    _add_latency(cfg.name, cfg.network.rtt_ms, names, state)
-    if "fuse" in cfg.protocols:
-        state.record_pid("xrootdfs", fuse.mount(names).pid)
-    if cfg.cache:
-        _build_cache(cfg, names, state)
-
-
-def _shape(names: SiteNames, bandwidth_mbit: float, state: SiteState) -> None:
-    """tbf on both ends of the link (replacing any there)."""
-    shaping.limit(names.veth_storage, bandwidth_mbit, names.netns)
-    shaping.limit(names.veth_worker, bandwidth_mbit)
-    state.record("bandwidth_mbit", bandwidth_mbit)
-
-
-def _build_cache(cfg: SiteConfig, names: SiteNames, state: SiteState) -> None:
-    """The XCache's disk (recorded before it is formatted) and its server."""
-    assert cfg.cache
-    loop = xcache.create_disk(names, cfg.cache)
-    state.record("cache_loop", loop)
-    xcache.mount_disk(names, loop)
-    _start_cache(cfg, names, state)
-
-
-def _start_cache(cfg: SiteConfig, names: SiteNames, state: SiteState) -> None:
-    assert cfg.cache
-    server = xcache.start(names, cfg.cache)
-    state.record_pid("xcache", server.pid)
-    xcache.wait_ready(names, server)
-
-
-def _start_server(names: SiteNames, state: SiteState) -> None:
-    server = xrootd.start(names)
-    state.record_pid("xrootd", server.pid)
-    xrootd.wait_ready(names, server)
-
-
-def _add_latency(site: str, target: float | None, names: SiteNames, state: SiteState) -> None:
-    """Tune the delayer to the target RTT and refuse a link that cannot reach it."""
-    state.data.update(rtt_ms_target=target)
-    if target is None:
-        state.data.pop("rtt_ms_measured", None)
-        state.record("rtt_ms_bare", delay.measure_rtt_ms(names.storage_ip, XROOTD_PORT))
-        return
-    proc, bare, hold, achieved = delay.tune(names, target, XROOTD_PORT)
-    if proc:
-        state.record_pid("delay", proc.pid)
-    state.data.update(rtt_ms_bare=bare, delay_hold_ms=hold)
-    state.record("rtt_ms_measured", achieved)
-    if abs(achieved - target) > RTT_TOLERANCE * target:
-        raise InstoreError(
-            f"site {site}: measured RTT {achieved:.3f} ms, wanted {target:g} ms "
-            f"(bare link {bare:.3f} ms)",
-            "lower the machine's load or ask for an RTT above the bare link's",
-        )
-
-
-def _retune(site: str, names: SiteNames, state: SiteState, target: float | None) -> None:
-    """A new RTT between points: stop the delayer and its queue rule (else traffic would
-    stall), measure the bare link again and tune a new delayer to the target."""
-    pids = state.pids()
-    if "delay" in pids:
-        delay.stop(pids["delay"])
-        state.data["pids"].pop("delay")
-        state.data.pop("delay_hold_ms", None)
-    delay.remove_rule(names)
-    _add_latency(site, target, names, state)
 
 
 def teardown(names: SiteNames) -> list[str]:

@@ -1,147 +1,40 @@
-"""A real site's own dataset (the site file's ``dataset:``): files already on its storage, read
-instead of the generated ones, so nothing is uploaded.
-
-Names are paths under the site's data path, what ``{file}`` stands for in every endpoint, so
-one name reaches the file over every protocol the site offers (a URL of an endpoint is turned
-into its name). Before a sweep each file is found behind every endpoint (its size, with the
-jobs' credentials), opened through one of them as the payload opens it, and described: format,
-entries, size, compression, branches and the layout the study would call it. The description
-is kept in ``results/<site>/dataset.json``; the sweep reads from it which files a point reads
-and which points the dataset cannot serve (a layout it lacks, a branch a pattern names)."""
+"""Surveying a real site's own dataset: its names resolved (a list, a directory listed through
+an endpoint), each file found behind every endpoint (its size, with the jobs' credentials),
+opened through one of them as the payload opens it, and described (``model.DatasetFile``).
+This is the only part of the dataset that talks to the site's storage."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import posixpath
 import re
-from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
 
 from instore.errors import InstoreError
-from instore.generate.layouts import TTREE_LAYOUTS
-from instore.record import utc_now
 from instore.site.config import SiteConfig
-from instore.study.config import DEFAULT_FILESET
+from instore.site.dataset.model import RNTUPLE_LAYOUT, Dataset, DatasetFile
 from instore.urls import FILE, XROOTD, default_port, local_path, protocol_of
 
-if TYPE_CHECKING:
-    from instore.site.real import RealLive
-    from instore.study import Point
 
-DATASET_FILE = "dataset.json"
-RNTUPLE_LAYOUT = "rntuple"  # what the study calls a dataset's RNTuple files
+class Surveyed(Protocol):
+    """What a survey needs of the open site (``instore.site.real.RealLive`` is one): its
+    config and its preflight."""
+
+    config: SiteConfig
+
+    def preflight(self) -> list[str]: ...
+
+
 # The endpoint files are opened and described through, the first the site has.
 DESCRIBE_ORDER = ("xrootd", "http", "posix", "fuse", "stage-in", "xcache")
 OPEN_TIMEOUT_S = 60.0
 DESCRIBE_THREADS = 4
-
-
-@dataclass(frozen=True)
-class DatasetFile:
-    """One file of the dataset as it was found: ``name`` under the data path, ``url`` where it
-    was opened, and what it holds."""
-
-    name: str
-    url: str
-    size: int
-    format: str  # TTree or RNTuple
-    object: str  # its path in the file
-    entries: int
-    compression: str  # the file's setting, e.g. ZLIB(1)
-    compression_ratio: float | None  # uncompressed / compressed bytes (TTree)
-    layout: str  # unordered, by-branch, ordered (TTree) or rntuple
-    clusters: int
-    baskets: int  # baskets (pages) on storage, embedded ones included
-    branches: tuple[str, ...]  # top-level branches (RNTuple fields): what a pattern selects
-
-    @property
-    def label(self) -> str:
-        return layout_label(self.layout)
-
-    def line(self) -> str:
-        """What the preflight prints for it."""
-        ratio = f" (x{self.compression_ratio:.2f})" if self.compression_ratio else ""
-        return (f"{self.name}: {self.format} {self.object}, {self.label}, {self.entries:,} entries, "
-                f"{_size(self.size)}, {self.compression}{ratio}, {len(self.branches):,} "
-                f"branches, {self.clusters:,} cluster(s), {self.baskets:,} "
-                f"{'pages' if self.format == 'RNTuple' else 'baskets'}")  # fmt: skip
-
-
-def _size(size: int) -> str:
-    return f"{size / 1e6:,.1f} MB" if size >= 1e6 else f"{size / 1e3:,.1f} kB"
-
-
-def layout_label(layout: str) -> str:
-    """How a layout is named where a dataset's files are listed: ``ordered TTree``, ``RNTuple``."""
-    if layout in TTREE_LAYOUTS:
-        return f"{layout} TTree"
-    return "RNTuple" if layout == RNTUPLE_LAYOUT else layout
-
-
-@dataclass(frozen=True)
-class Dataset:
-    """The described dataset of a site: the spec it was made for, the object read, its files."""
-
-    site: str
-    spec: dict[str, Any]
-    endpoints: dict[str, str]
-    tree: str
-    files: tuple[DatasetFile, ...]
-    described_at: str = field(default_factory=utc_now)
-
-    def key(self) -> dict[str, Any]:
-        """What identifies the files in a point's key: the object and every file's name and size."""
-        blob = json.dumps([self.tree, *[(f.name, f.size) for f in self.files]])
-        return {"dataset": hashlib.sha256(blob.encode()).hexdigest()[:16]}
-
-    def holds(self) -> str:
-        """``3 ordered TTree, 1 RNTuple``: what a skipped point's reason says is there."""
-        counts = Counter(f.label for f in self.files)
-        return ", ".join(f"{n} {label}" for label, n in sorted(counts.items()))
-
-    def files_of(self, layout: str) -> list[DatasetFile]:
-        return [f for f in self.files if f.layout == layout]
-
-    def reads(self, point: Point) -> list[str]:
-        """Job j of the point reads file j mod n of the point's layout."""
-        files = self.files_of(point.layout)
-        return [files[j % len(files)].name for j in range(point.jobs)]
-
-    def skip_reason(self, point: Point) -> str | None:
-        """Why the dataset cannot serve the point (None: it can): a generated file set, a
-        layout it lacks, a branch the point's pattern names that its files lack."""
-        from instore.payload.pattern import select_branches
-
-        if point.fileset not in (None, DEFAULT_FILESET):
-            return f"the site reads its own dataset, not the generated file set {point.fileset}"
-        files = self.files_of(point.layout)
-        if not files:
-            return (f"the dataset has no {layout_label(point.layout)} files "
-                    f"(it holds: {self.holds()})")  # fmt: skip
-        for branches in dict.fromkeys(f.branches for f in files):  # usually one schema
-            try:
-                select_branches(branches, {}, point.branches)
-            except InstoreError as err:
-                name = next(f.name for f in files if f.branches == branches)
-                return f"{name}: {err.problem}"
-        return None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Dataset:
-        files = tuple(DatasetFile(**{**f, "branches": tuple(f["branches"])}) for f in data["files"])
-        return cls(**{**data, "files": files})
 
 
 # --- layouts -------------------------------------------------------------------------------
@@ -358,7 +251,7 @@ def _sizes(
     return sizes, None
 
 
-def survey(live: RealLive) -> tuple[Dataset | None, list[str]]:
+def survey(live: Surveyed) -> tuple[Dataset | None, list[str]]:
     """The site's dataset, described, or one line per problem: the credential and the
     endpoints (the preflight), the names, each file behind every endpoint (one line per
     endpoint that lacks one or holds another size), each file opened and read through the
@@ -410,46 +303,3 @@ def survey(live: RealLive) -> tuple[Dataset | None, list[str]]:
     spec = site.dataset.as_dict() if site.dataset else {}
     name = tree or next(iter(objects))
     return Dataset(site.name, spec, dict(site.endpoints), name, files), []
-
-
-# --- kept between commands -----------------------------------------------------------------
-
-
-def path_of(results: Path, site: str) -> Path:
-    return Path(results) / site / DATASET_FILE
-
-
-def save(dataset: Dataset, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(dataset.as_dict(), indent=1) + "\n")
-    tmp.replace(path)
-
-
-def load_current(site: SiteConfig, results: Path) -> Dataset | None:
-    """The description kept in ``results``, if it was made for the site's dataset and
-    endpoints as the site file now gives them (None: there is none, or it is stale)."""
-    try:
-        dataset = Dataset.from_dict(json.loads(path_of(results, site.name).read_text()))
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
-    spec = site.dataset.as_dict() if site.dataset else None
-    return dataset if (dataset.spec, dataset.endpoints) == (spec, site.endpoints) else None
-
-
-def require(site: SiteConfig, results: Path) -> Dataset:
-    """The site's dataset for a sweep: the description kept in ``results`` if current, else
-    surveyed now (and kept); a problem stops the sweep before anything starts."""
-    from instore.site.real import RealLive
-
-    current = load_current(site, results)
-    if current is not None:
-        return current
-    dataset, problems = survey(RealLive(site, [], results))
-    if dataset is None:
-        raise InstoreError(
-            f"site {site.name}: its dataset failed preflight: " + "; ".join(problems),
-            f"act on each cause, then check with `instore site preflight {site.name}`",
-        )
-    save(dataset, path_of(results, site.name))
-    return dataset

@@ -1,0 +1,99 @@
+"""No import cycle in the package, counting every import: module-level, inside functions and
+under TYPE_CHECKING (a cycle hidden behind a late import is still one)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import instore
+
+PACKAGE = Path(instore.__file__).parent
+MAX_LINES = 400  # a module longer than this is split by concern
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's modules ``name`` imports anywhere in its text."""
+
+    def known(dotted: str) -> str | None:
+        while dotted and dotted not in modules:
+            dotted = dotted.rpartition(".")[0]
+        return dotted or None
+
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str | None] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(known(a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            for alias in node.names:
+                whole = f"{base}.{alias.name}"
+                found.add(whole if whole in modules else known(base))
+    return {m for m in found if m is not None and m != name}
+
+
+def cycles() -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan)."""
+    modules = _modules()
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def test_no_import_cycle() -> None:
+    assert cycles() == []
+
+
+def test_no_module_is_over_the_line_limit() -> None:
+    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}  # fmt: skip
+    assert long == {}
+
+
+def test_the_site_package_loads_no_dataframes() -> None:
+    """``instore site`` commands and the sweep's site code start without numpy and pandas: a
+    site's own dataset (which needs them) is loaded only for a site that has one."""
+    import subprocess
+    import sys
+
+    code = "import sys, instore.site; print('pandas' in sys.modules, 'numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
