@@ -31,7 +31,7 @@ if fix == "fix":
     import instore.uproot_xrootd
     instore.uproot_xrootd.apply()
 if handler == "payload":
-    from instore.payload.source.base import InstrumentedSource as handler
+    from instore.storage.source import InstrumentedSource as handler
 else:
     handler = None
 branches = json.loads(sys.argv[5])

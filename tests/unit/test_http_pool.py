@@ -6,7 +6,7 @@ from pathlib import Path
 
 from instore.credentials.discovery import Credentials
 from instore.credentials.handoff import pool_for
-from instore.payload.source import http
+from instore.storage import http
 
 CREDS = Credentials(proxy=Path("/nonexistent/x509up"), proxy_found=False, cert_dir=None,
                     voms_dir=None)  # fmt: skip

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from instore.cli import main
 from instore.errors import InstoreError
-from instore.payload.source.file import FileBackend
 from instore.replay.closed_loop import replay
 from instore.replay.targets import Targets, by_url_map
 from instore.replay.trace import load_trace
+from instore.storage.file import FileReader
 
 SIZE = 1 << 20
 GAP = 0.15  # think time between responses and the next request, as recorded
@@ -75,15 +75,15 @@ def test_closed_loop_keeps_think_time_and_reads(tmp_path: Path) -> None:
 def test_failure_part_way_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     trace_dir = _trace(tmp_path)
     calls = {"n": 0}
-    real = FileBackend.read_ranges
+    real = FileReader.read_ranges
 
-    def flaky(self: FileBackend, ranges: list[tuple[int, int]]) -> list[bytes]:
+    def flaky(self: FileReader, ranges: list[tuple[int, int]]) -> list[bytes]:
         calls["n"] += 1
         if calls["n"] == 2:
             raise OSError("the disk went away")
         return real(self, ranges)
 
-    monkeypatch.setattr(FileBackend, "read_ranges", flaky)
+    monkeypatch.setattr(FileReader, "read_ranges", flaky)
     out = tmp_path / "rec.json"
     code = main(["replay", str(trace_dir), "--url-map",
                  f"root://old.example//store/={tmp_path}/data/", "--out", str(out)])  # fmt: skip
@@ -183,14 +183,14 @@ def test_the_collector_leaves_the_trace_alone_while_the_replay_reads(
     reads' small objects set off no longer walks it (a quarter of a paced replay's CPU)."""
     trace = load_trace(_trace(tmp_path, gap=0.0))
     seen: list[tuple[int, bool]] = []
-    read_ranges = FileBackend.read_ranges
+    read_ranges = FileReader.read_ranges
 
-    def watching(self: FileBackend, ranges: list[tuple[int, int]]) -> list[bytes]:
+    def watching(self: FileReader, ranges: list[tuple[int, int]]) -> list[bytes]:
         tracked = any(o is trace.requests for o in gc.get_objects(generation=2))
         seen.append((gc.get_freeze_count(), tracked))
         return read_ranges(self, ranges)
 
-    monkeypatch.setattr(FileBackend, "read_ranges", watching)
+    monkeypatch.setattr(FileReader, "read_ranges", watching)
     try:
         rec = replay(trace, by_url_map(trace.files, [URL_MAP.format(tmp_path)]))
     finally:
@@ -233,15 +233,15 @@ def test_fixed_time_events_per_mb_stay_put_when_the_disk_saturates(
     service_s = 0.004
     trace = load_trace(_startup_trace(tmp_path, reads=20, read_size=25_000))
     targets = by_url_map(trace.files, [URL_MAP.format(tmp_path)])
-    real = FileBackend.read_ranges
+    real = FileReader.read_ranges
     per_mb = {}
     for clients in (1, 4, 16, 64):
 
-        def saturated(self: FileBackend, ranges: list[tuple[int, int]], k: int = clients) -> list:
+        def saturated(self: FileReader, ranges: list[tuple[int, int]], k: int = clients) -> list:
             time.sleep(service_s * k)  # the disk's queue: every client's reads ahead of this one
             return real(self, ranges)
 
-        monkeypatch.setattr(FileBackend, "read_ranges", saturated)
+        monkeypatch.setattr(FileReader, "read_ranges", saturated)
         rec = replay(trace, targets, fixed_time_s=0.6, check=False)
         assert rec.error is None and rec.bytes_read > 0 and rec.events is not None
         per_mb[clients] = rec.events / (rec.bytes_read / 1e6)

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from instore.cli import main
-from instore.payload.source.file import FileBackend
 from instore.replay.closed_loop import replay
 from instore.replay.streams import SERIALISE, concurrent_objects, group_handles, plan
 from instore.replay.targets import by_url_map
 from instore.replay.trace import load_trace, parse_csv, think_times
+from instore.storage.file import FileReader
 
 DATA = Path(__file__).parent / "data"
 URL_MAP = "root://old.example//store/={}/data/"
@@ -61,16 +61,16 @@ def _two_streams(tmp_path: Path, offset: float = 0.01) -> Path:
 def slow_disk(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float, float]]:
     """Every read takes SERVICE s, as recorded; (thread, issued, answered) of each."""
     seen: list[tuple[str, float, float]] = []
-    real = FileBackend.read_ranges
+    real = FileReader.read_ranges
 
-    def slow(self: FileBackend, ranges: list[tuple[int, int]]) -> list[bytes]:
+    def slow(self: FileReader, ranges: list[tuple[int, int]]) -> list[bytes]:
         t0 = time.perf_counter()
         time.sleep(SERVICE)
         out = real(self, ranges)
         seen.append((threading.current_thread().name, t0, time.perf_counter()))
         return out
 
-    monkeypatch.setattr(FileBackend, "read_ranges", slow)
+    monkeypatch.setattr(FileReader, "read_ranges", slow)
     return seen
 
 
@@ -197,15 +197,15 @@ def test_a_failing_stream_stops_the_other_and_is_recorded(
 ) -> None:
     trace = load_trace(_two_streams(tmp_path))
     calls = {"n": 0}
-    real = FileBackend.read_ranges
+    real = FileReader.read_ranges
 
-    def flaky(self: FileBackend, ranges: list[tuple[int, int]]) -> list[bytes]:
+    def flaky(self: FileReader, ranges: list[tuple[int, int]]) -> list[bytes]:
         calls["n"] += 1
         if calls["n"] == 3:
             raise OSError("the disk went away")
         return real(self, ranges)
 
-    monkeypatch.setattr(FileBackend, "read_ranges", flaky)
+    monkeypatch.setattr(FileReader, "read_ranges", flaky)
     t0 = time.perf_counter()
     rec = replay(trace, by_url_map(trace.files, [URL_MAP.format(tmp_path)]))
     assert time.perf_counter() - t0 < 1.0  # the other stream stopped: no hang

@@ -1,7 +1,7 @@
 """One table of URL schemes (``instore.urls``) and one storage per protocol keyed on it: no other
 module spells a scheme or dispatches on one, WebDAV and xroot spellings reach the same storage
-and readers as https and root, and a storage that reports no adler32 has it computed by
-reading the copy back."""
+and readers as https and root, each protocol's reader and operations are reached through the
+one table, and a storage that reports no adler32 has it computed by reading the copy back."""
 
 from __future__ import annotations
 
@@ -14,12 +14,10 @@ from pathlib import Path
 import pytest
 from instore import urls
 from instore.errors import InstoreError
-from instore.payload.source.base import open_backend
-from instore.payload.source.file import FileBackend
-from instore.storage import Checksum, storage_for
+from instore.storage import Checksum, open_reader, storage_for
 from instore.storage import base as storage_base
 from instore.storage.base import Storage
-from instore.storage.file import FileStorage
+from instore.storage.file import FileReader, FileStorage
 from instore.storage.http import HTTPStorage
 from instore.storage.xrootd import XRootDStorage
 from instore.study import Point
@@ -70,7 +68,7 @@ def test_an_unknown_scheme_is_one_line_and_a_value_error() -> None:
     with pytest.raises(InstoreError, match=r"^gsiftp://se/f: unknown URL scheme 'gsiftp' -- use"):
         storage_for("gsiftp://se/f")
     with pytest.raises(ValueError, match="unknown URL scheme"):
-        open_backend("gsiftp://se/f", 1)
+        open_reader("gsiftp://se/f", 1)
 
 
 def test_tokens_go_over_tls_only_and_ports_default_by_scheme() -> None:
@@ -93,15 +91,15 @@ def test_a_storage_without_checksums_has_the_copy_read_back(
     data = bytes(range(256)) * 9000
     copy = tmp_path / "copy.root"
     copy.write_bytes(data)
-    monkeypatch.setattr(storage_base, "CHUNK", 100_000)  # several reads through the backend
+    monkeypatch.setattr(storage_base, "CHUNK", 100_000)  # several reads through the reader
     reads: list[list[tuple[int, int]]] = []
-    real = FileBackend.read_ranges
+    real = FileReader.read_ranges
 
-    def counted(self: FileBackend, ranges: list[tuple[int, int]]) -> list[bytes]:
+    def counted(self: FileReader, ranges: list[tuple[int, int]]) -> list[bytes]:
         reads.append(ranges)
         return real(self, ranges)
 
-    monkeypatch.setattr(FileBackend, "read_ranges", counted)
+    monkeypatch.setattr(FileReader, "read_ranges", counted)
     summed = Storage.checksum(FileStorage(), str(copy))  # the base: no reported adler32
     assert summed == Checksum(f"{zlib.adler32(data):08x}", "read back", len(data))
     assert len(reads) == 24 and reads[-1] == [(2_300_000, len(data))]
@@ -111,11 +109,11 @@ def test_a_storage_without_checksums_has_the_copy_read_back(
     assert FileStorage().checksum(str(copy)).note() is None, "a path is read here: nothing to say"
 
 
-def test_the_payloads_http_source_loads_no_diagnosis() -> None:
-    """credentials and the HTTP source no longer import each other: the source takes the
-    hand-off (certificate, headers), and diagnosis (which may ask storage) stays unloaded."""
-    code = ("import sys, instore.payload.source.http as h, instore.credentials as c; "
+def test_the_http_storage_loads_no_diagnosis() -> None:
+    """credentials and the HTTP storage do not import each other: the storage takes the
+    hand-off (certificate, headers), and diagnosis (which asks storage) stays unloaded."""
+    code = ("import sys, instore.storage.http as h, instore.credentials as c; "
             "c.discover(); print(sorted(m for m in sys.modules if m.startswith("
-            "('instore.credentials.', 'instore.storage'))))")  # fmt: skip
+            "'instore.credentials.')))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['instore.credentials.discovery', 'instore.credentials.handoff']"

@@ -5,6 +5,7 @@ tests/integration/test_byte_steps.py."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -52,9 +53,9 @@ def test_uproot_still_reads_a_tree_with_it(tmp_path: Path) -> None:
 def test_the_payloads_xrootd_backend_hands_python_ints_to_the_client(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """instore's own uproot source (the uproot engine) reads through XRootDBackend: NumPy
+    """instore's own uproot source (the uproot engine) reads through XRootDReader: NumPy
     offsets from uproot reach the binding as Python ints, as it requires."""
-    from instore.payload.source import xrootd as backend
+    from instore.storage import xrootd as backend
 
     calls: list[tuple[str, Any]] = []
 
@@ -83,8 +84,8 @@ def test_the_payloads_xrootd_backend_hands_python_ints_to_the_client(
             return Status(), type("I", (), {"chunks": [type("C", (), {"buffer": b"y" * n})()
                                                        for _, n in chunks]})()  # fmt: skip
 
-    monkeypatch.setattr(backend.client, "File", FakeFile)
-    source = backend.XRootDBackend("root://h//f", 5)
+    monkeypatch.setattr(backend, "client", lambda: SimpleNamespace(File=FakeFile))
+    source = backend.XRootDReader("root://h//f", 5)
     seek = np.array([100, 300, 600], dtype=">i8")
     assert source.read_ranges([(seek[0], seek[0] + 18)]) == [b"x" * 18]
     assert source.read_ranges([(seek[1], seek[1] + 4), (seek[2], seek[2] + 2)]) == [b"yyyy", b"yy"]

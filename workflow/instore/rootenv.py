@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from instore.errors import InstoreError
+from instore.urls import PLAIN_HTTP_SCHEMES
 
 _HTTP_HANDLER = (
     "TFile",
@@ -93,7 +94,8 @@ def _plugin_conf_dir() -> str:
     directory = Path(tempfile.mkdtemp(prefix="instore-xrdcl-"))
     atexit.register(shutil.rmtree, directory, True)
     (directory / "http.conf").write_text(
-        f"url = http://*;https://*\nlib = {_xrdclhttp_lib()}\nenable = true\n"
+        f"url = {';'.join(f'{n}://*' for n in PLAIN_HTTP_SCHEMES)}\nlib = {_xrdclhttp_lib()}\n"
+        "enable = true\n"
     )
     return str(directory)
 

@@ -36,6 +36,11 @@ SCHEMES: dict[str, Scheme] = {
     "davs": Scheme(HTTP, tls=True, port=443, plain_name="https"),
 }
 XROOTD_SCHEMES = tuple(name for name, s in SCHEMES.items() if s.protocol == XROOTD)
+# The scheme a URL built here is spelt with, per protocol; HTTP's that clients all know
+CANONICAL = {XROOTD: "root", HTTP: "http"}
+PLAIN_HTTP_SCHEMES = tuple(
+    name for name, s in SCHEMES.items() if s.protocol == HTTP and s.plain_name is None
+)
 HTTP_SCHEMES = tuple(name for name, s in SCHEMES.items() if s.protocol == HTTP)
 DEFAULT_PORTS = {name: s.port for name, s in SCHEMES.items() if s.port is not None}
 
@@ -97,3 +102,10 @@ def is_local(url: str) -> bool:
 
 def local_path(url: str) -> str:
     return urlparse(url).path if url.startswith("file:") else url
+
+
+def url_for(protocol: str, host: str, port: int, path: str) -> str:
+    """The URL of the absolute ``path`` on a server of ``protocol`` (``xrootd`` or ``http``) at
+    ``host:port``, as its servers expect it: root://host:port//path, http://host:port/path."""
+    slash = "/" if protocol == XROOTD else ""  # XRootD marks an absolute path with //
+    return f"{CANONICAL[protocol]}://{host}:{port}{slash}{path}"

@@ -22,7 +22,7 @@ from instore.payload.maps import basket_map, page_map
 from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult
-from instore.payload.source import source_class
+from instore.storage.source import source_class
 
 
 def _steps(tree: object, first: int, stop: int, step_bytes: int) -> list[tuple[int, int]]:

@@ -121,7 +121,7 @@ def choose(url: str, name: str | None, timeout: float = 60.0, via_root: bool = F
     (the root engine's jobs) reaches root:// through ROOT, never loading a second XRootD client."""
     from uproot.source.coalesce import CoalesceConfig
 
-    from instore.payload.source import source_class
+    from instore.storage.source import source_class
 
     file = open_file(url, handler=source_class(CoalesceConfig(), timeout, via_root))
     with file:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
@@ -21,10 +20,11 @@ from instore.payload.procstats import ProcSnapshot, drop_page_cache, join_cgroup
 from instore.payload.result import EngineResult
 from instore.payload.threads import cpu_efficiency, resolve_mode, too_many_threads
 from instore.record import JobResult, Measurement, Provenance, size_histogram, utc_now
-from instore.urls import http_url, is_local, local_path
+from instore.storage import COPY_TOOLS, fetch
+from instore.urls import is_local, local_path
 
 ENGINES: dict[str, Engine] = {"root": engine_root, "uproot": engine_uproot}
-STAGE_IN_TOOLS = ("cp", "xrdcp")
+STAGE_IN_TOOLS = tuple(COPY_TOOLS)
 CGROUP_ENV = "INSTORE_BLKIO_CGROUP"
 
 
@@ -95,30 +95,8 @@ def stage_in(url: str, tool: str, scratch: Path) -> Path:
     """Copy the file to local scratch, as a stage-in job does before it reads."""
     scratch.mkdir(parents=True, exist_ok=True)
     target = scratch / f"{os.getpid()}-{Path(urlparse(url).path).name}"
-    if tool == "xrdcp":
-        _copy_with_xrdcp(http_url(url), target)  # davs:// is https:// to xrdcp
-    elif is_local(url):
-        shutil.copyfile(local_path(url), target)
-    else:
-        raise InstoreError(
-            f"cp cannot stage in {url}", "use --stage-in xrdcp for root:// and http:// sources"
-        )
+    fetch(url, target, tool)
     return target
-
-
-def _copy_with_xrdcp(url: str, target: Path) -> None:
-    try:
-        proc = subprocess.run(["xrdcp", "--force", "--silent", "--nopbar", url, str(target)],
-                              capture_output=True, text=True, check=False)  # fmt: skip
-    except FileNotFoundError as err:
-        raise InstoreError(
-            "xrdcp is not installed where the job runs",
-            "install xrootd-client (Debian) or rebuild the payload image: instore container build",
-        ) from err
-    if proc.returncode != 0:
-        lines = (proc.stderr or proc.stdout).strip().splitlines() or ["no message"]
-        raise InstoreError(f"xrdcp {url} failed (exit {proc.returncode}): {lines[-1]}",
-                           "check that the source exists and the server answers")  # fmt: skip
 
 
 def _engine(opts: ReadOptions, url: str, obj: DataObject) -> EngineResult:

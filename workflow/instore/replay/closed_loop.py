@@ -28,7 +28,6 @@ import resource
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
-from urllib.parse import urlsplit
 
 from instore.errors import InstoreError
 from instore.payload.runner import CGROUP_ENV, join_site_cgroup, wait_until
@@ -38,27 +37,25 @@ from instore.replay.result import ReplayRecord, percentile
 from instore.replay.streams import plan
 from instore.replay.targets import Targets
 from instore.replay.trace import ThinkTimes, Trace
-from instore.urls import XROOTD_SCHEMES
+from instore.storage import open_reader, preload
 
 MISSING_FIX = "put the files there (`instore site upload SITE`), or fix --url-map"
 
 
 def _probe(urls: list[str], timeout: float) -> list[tuple[int | None, str | None]]:
-    """Size of each URL or why it cannot be opened, through the payload's sources."""
-    from instore.payload.source.base import open_backend
-
+    """Size of each URL or why it cannot be opened, through the jobs' readers."""
     out: list[tuple[int | None, str | None]] = []
     for url in urls:
         try:
-            backend = open_backend(url, timeout)
-        except ValueError as err:  # a scheme the sources do not read
+            reader = open_reader(url, timeout)
+        except ValueError as err:  # a scheme no storage reads
             out.append((None, f"unsupported: {err}"))
             continue
-        except Exception as err:  # the sources raise OSError, urllib3 and XRootD errors
+        except Exception as err:  # the readers raise OSError, urllib3 and XRootD errors
             out.append((None, str(err) or type(err).__name__))
             continue
-        out.append((backend.size, None))
-        backend.close()
+        out.append((reader.size, None))
+        reader.close()
     return out
 
 
@@ -103,15 +100,10 @@ def _join_site_cgroup(targets: Targets) -> None:
 
 
 def _load_sources(urls: tuple[str, ...]) -> None:
-    """Import the sources before the clock: uproot and the XRootD client take about 0.4 s to
-    import here, which the first Open would otherwise count (seen: a replay 19% too long).
-    The XRootD client only for root:// targets: it must not join a process holding ROOT's."""
-    import instore.payload.source.base
-    import instore.payload.source.file
-    import instore.payload.source.http
-
-    if any(urlsplit(u).scheme in XROOTD_SCHEMES for u in urls):
-        import instore.payload.source.xrootd  # noqa: F401
+    """Import the readers before the clock: the XRootD client takes about 0.4 s to import
+    here, which the first Open would otherwise count (seen: a replay 19% too long). The XRootD
+    client only for root:// targets: it must not join a process holding ROOT's."""
+    preload(urls)
 
 
 # glibc's mallopt parameters (malloc.h): requests above the mmap threshold get pages of their

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from instore.access import XROOTD
 from instore.errors import InstoreError
 
 
@@ -41,9 +42,9 @@ def register(subparsers: Any) -> None:
         "for the recording) serves each --file, and their URLs are added to the command's end",
     )
     on.add_argument("--site", help="a site name or file")
-    on.add_argument("--protocol", default="xrootd",
-                    help="the protocol the job reads over (default: xrootd; only root:// reads "
-                    "are recorded)")  # fmt: skip
+    on.add_argument("--protocol", default=XROOTD,
+                    help=f"the protocol the job reads over (default: {XROOTD}; only root:// "
+                    "reads are recorded)")  # fmt: skip
     on.add_argument("--file", dest="files", action="append", type=Path, default=[],
                     metavar="PATH", help="a file the job reads (repeat for more)")  # fmt: skip
     on.add_argument("--results", dest="site_results", type=Path, default=Path("results"),

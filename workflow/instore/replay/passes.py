@@ -19,6 +19,7 @@ from typing import Any
 from instore.replay.streams import Plan
 from instore.replay.targets import Targets
 from instore.replay.trace import READ_OPS, Request, ThinkTimes, Trace
+from instore.storage import Reader, open_reader
 
 
 class _Clock:
@@ -89,7 +90,7 @@ class Replay:
 
     def __init__(self, trace: Trace, targets: Targets, timeout: float, plan: Plan) -> None:
         self.trace, self.targets, self.timeout, self.plan = trace, targets, timeout, plan
-        self.backends: dict[int, Any] = {}
+        self.readers: dict[int, Reader] = {}
         self.clock = _Clock()  # the lead-in, the tail, and a lone stream's requests
         self.clocks: list[_Clock] = []  # each stream's, when several run side by side
         self.lock = threading.Lock()
@@ -187,18 +188,16 @@ class Replay:
         return self.targets.for_pass(self.passes)[file]
 
     def issue(self, index: int, r: Request) -> None:
-        from instore.payload.source.base import open_backend
-
         t0 = time.perf_counter()
         try:
             if r.op == "Open":
-                self.backends[r.handle] = open_backend(self.url(r.file), self.timeout)
+                self.readers[r.handle] = open_reader(self.url(r.file), self.timeout)
             elif r.op == "Close":
-                self.backends.pop(r.handle).close()
+                self.readers.pop(r.handle).close()
             elif r.op in READ_OPS:
-                backend = self.backends[r.handle]
-                ranges = [(a, min(a + n, backend.size)) for a, n in r.chunks if a < backend.size]
-                data = backend.read_ranges(ranges) if ranges else []
+                reader = self.readers[r.handle]
+                ranges = [(a, min(a + n, reader.size)) for a, n in r.chunks if a < reader.size]
+                data = reader.read_ranges(ranges) if ranges else []
         except BaseException:
             with self.lock:
                 self.at = index
@@ -229,8 +228,8 @@ class Replay:
         return count
 
     def close_all(self) -> None:
-        for backend in self.backends.values():
+        for reader in self.readers.values():
             # closing after a failure: the failure is what is recorded
             with contextlib.suppress(Exception):
-                backend.close()
-        self.backends.clear()
+                reader.close()
+        self.readers.clear()

@@ -9,10 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from instore.access import IN_PLACE, XROOTD
 from instore.errors import InstoreError
-
-# The protocols a replay reads in place; stage-in copies the file before the job starts.
-IN_PLACE = ("posix", "fuse", "xrootd", "xcache", "http")
 
 
 @dataclass(frozen=True)
@@ -91,7 +89,7 @@ def by_site(files: Sequence[str], site: str, protocol: str | None, results: Path
 
     cfg = load_site(site)
     if protocol is None:
-        protocol = "xrootd" if "xrootd" in cfg.protocols else cfg.protocols[0]
+        protocol = XROOTD if XROOTD in cfg.protocols else cfg.protocols[0]
     if protocol not in cfg.protocols:
         raise InstoreError(
             f"site {cfg.name} does not offer protocol {protocol!r}, so the trace cannot be "

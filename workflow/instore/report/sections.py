@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from instore.access import POSIX
 from instore.report import intervals, show
 from instore.report.conditions import conditions_html
 from instore.report.plots import interval_bars, interval_lines, iqr, limit_line, panels
@@ -232,7 +233,7 @@ def readahead(view: SiteView) -> None:
         interval_lines(ax, pts, "readahead_kb", metric, "reads", style=style, scale=scale)
         ax.set(xscale="log", xlabel="readahead (KB)", ylabel=label)
     axes[-1].legend(fontsize=8)
-    limit_line(axes[0], view.limits.throughput("posix"), "calibrated MB/s")
+    limit_line(axes[0], view.limits.throughput(POSIX), "calibrated MB/s")
     show.figure(
         fig,
         "readahead",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from instore import credentials
+from instore import access, credentials
 from instore.calibration import write_calibration
 from instore.errors import InstoreError
 from instore.site.emulated import blkio
@@ -73,7 +73,7 @@ def whole_file(live: LiveSite, file: str, size: int) -> dict[str, dict[str, floa
     """Whole-file copies through root:// and HTTP: cold (caches dropped, where the site can)
     and warm (second read: the network and server path alone)."""
     out = {}
-    for proto in ("xrootd", "http"):
+    for proto in access.DIRECT:
         if proto not in live.protocols:
             continue
         url = live.url(proto, file)
@@ -87,7 +87,7 @@ def whole_file(live: LiveSite, file: str, size: int) -> dict[str, dict[str, floa
 
 
 def _rtt(live: LiveSite) -> float | None:
-    for proto in ("xrootd", "http"):
+    for proto in access.DIRECT:
         if proto in live.protocols:
             url = live.url(proto, "x")
             parts = urlsplit(url)
@@ -98,7 +98,7 @@ def _rtt(live: LiveSite) -> float | None:
 def through_cache(live: LiveSite, file: str, size: int) -> dict[str, float]:
     """A whole file through the site's XCache: cold (emptied first, where it is ours: the
     origin across the link) and warm (read again: the cache's own disk and server)."""
-    url = live.url("xcache", file)
+    url = live.url(access.XCACHE, file)
     entry: dict[str, float] = {"bytes": size}
     if live.cache_fio_target() is not None:
         live.prepare_cache("cold", [file])
@@ -114,10 +114,10 @@ def through_cache(live: LiveSite, file: str, size: int) -> dict[str, float]:
 def cache_limits(live: LiveSite, record: dict[str, Any], file: str, size: int) -> None:
     """The site cache's own limits, where it has one: a warm read through it (its protocol's
     throughput, as for any protocol) and fio on its disk."""
-    if "xcache" not in live.protocols:
+    if access.XCACHE not in live.protocols:
         return
     if size:
-        record["protocols"]["xcache"] = through_cache(live, file, size)
+        record["protocols"][access.XCACHE] = through_cache(live, file, size)
     target = live.cache_fio_target()
     if target is not None:
         record["xcache_fio"] = disk_limits(target, live.config.calibration.fio_seconds)

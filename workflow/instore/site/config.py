@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from instore import access
 from instore.configfile import CONFIG_DIR, REPO_ROOT, read_yaml, validate
 from instore.errors import InstoreError
 from instore.vocabulary import PROTOCOLS
@@ -180,8 +181,8 @@ def _build(data: dict[str, Any], path: Path) -> SiteConfig:
     endpoints = dict(data.get("endpoints", {}))
     protocols = tuple(data.get("protocols") or [p for p in PROTOCOLS if p in endpoints])
     cache = data.get("cache")
-    if cache and "xcache" not in protocols:  # a declared cache is read through with xcache
-        protocols += ("xcache",)
+    if cache and access.XCACHE not in protocols:  # a declared cache is read through with xcache
+        protocols += (access.XCACHE,)
     calibration = data.get("calibration", {})
     dataset = data.get("dataset")
     return SiteConfig(
@@ -193,7 +194,7 @@ def _build(data: dict[str, Any], path: Path) -> SiteConfig:
         nodes=data["workers"]["nodes"],
         cores=data["workers"]["cores"],
         protocols=protocols,
-        stage_in_source=data.get("stage_in", {}).get("source", "xrootd"),
+        stage_in_source=data.get("stage_in", {}).get("source", access.STAGE_IN_SOURCE),
         network=Network(**net) if net else None,
         disk=Disk(**{k: v for k, v in disk.items() if k != "limits"}, **limits) if disk else None,
         endpoints=endpoints,
@@ -219,12 +220,16 @@ def _dataset(data: dict[str, Any], path: Path) -> DatasetSpec:
 
 def _check_consistency(cfg: SiteConfig) -> None:
     """Rules the schema cannot say: stage-in needs its source protocol, names match files."""
-    if "stage-in" in cfg.protocols and cfg.emulated and cfg.stage_in_source not in cfg.protocols:
+    if (
+        access.STAGE_IN in cfg.protocols
+        and cfg.emulated
+        and cfg.stage_in_source not in cfg.protocols
+    ):
         raise InstoreError(
             f"{cfg.path}: field stage_in.source: {cfg.stage_in_source} is not among protocols",
             f"add {cfg.stage_in_source} to protocols or change stage_in.source",
         )
-    if "xcache" in cfg.protocols and cfg.emulated and cfg.cache is None:
+    if access.XCACHE in cfg.protocols and cfg.emulated and cfg.cache is None:
         raise InstoreError(
             f"{cfg.path}: field protocols: xcache needs a cache",
             "add cache: {kind: xcache} or remove xcache from protocols",

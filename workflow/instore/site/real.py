@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from instore import credentials
+from instore import access, credentials
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig
 from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
@@ -105,7 +105,7 @@ class RealLive(LiveSite):
     def drop_caches(self) -> None:
         """We cannot drop a remote server's cache; drop this node's page cache for the files
         on POSIX-like endpoints, which is the part a rerun would otherwise hit."""
-        for proto in ("posix", "fuse"):
+        for proto in access.MOUNTED:
             if proto not in self.config.endpoints:
                 continue
             for name in self.files:
@@ -129,7 +129,7 @@ class RealLive(LiveSite):
         if not cfg.calibration.file:
             raise InstoreError(f"{cfg.path}: field calibration.file is missing",
                                "name a file that exists behind every endpoint")  # fmt: skip
-        posix = cfg.endpoints.get("posix")
+        posix = cfg.endpoints.get(access.POSIX)
         size = Path(posix.format(file=cfg.calibration.file)).stat().st_size if posix else 0
         return cfg.calibration.file, size
 

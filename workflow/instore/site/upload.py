@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from instore import credentials
+from instore.access import FUSE, HTTP, POSIX, STAGE_IN, XCACHE, XROOTD
 from instore.errors import InstoreError
 from instore.record import utc_now
 from instore.site.config import SiteConfig
@@ -25,7 +26,7 @@ from instore.storage.base import normal_adler32, read_back_note
 
 __all__ = ["Copy", "CopyDiffers", "Placed", "Remote", "adler32", "compare", "found", "upload"]
 
-ORDER = ("xrootd", "stage-in", "http", "posix", "fuse", "xcache")  # root:// first: others skip
+ORDER = (XROOTD, STAGE_IN, HTTP, POSIX, FUSE, XCACHE)  # root:// first: others skip
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from instore import credentials
 from instore.errors import InstoreError
 from instore.site import upload
-from instore.storage import StorageError, storage_for
+from instore.storage import StorageError, open_reader, storage_for
 from instore.storage import base as storage_base
 from instore.storage.base import read_back_note
 from instore.urls import http_url, is_http, is_xrootd
@@ -170,13 +170,11 @@ class VerifiedCopies:
 
 def first_bytes(url: str, timeout_s: float) -> bytes:
     """The file's first bytes (as many as ROOT's magic), read with the jobs' credentials."""
-    from instore.payload.source.base import open_backend
-
-    backend = open_backend(url, timeout_s)
+    reader = open_reader(url, timeout_s)
     try:
-        return backend.read_ranges([(0, len(ROOT_MAGIC))])[0]
+        return reader.read_ranges([(0, len(ROOT_MAGIC))])[0]
     finally:
-        backend.close()
+        reader.close()
 
 
 def _check_copy(

@@ -1,11 +1,14 @@
-"""What every storage protocol does for instore besides the measured reads: the size of a
-file, its adler32 (the storage's own, else computed by reading it back), a copy put there, a
-probe that says why a file cannot be opened, a directory listed, a whole-file read.
+"""What every storage protocol does for instore: a reader of byte ranges (one request to
+storage per ``read_ranges`` call: a vector read, a multi-range GET or a pread batch), the size of
+a file, its adler32 (the storage's own, else computed by reading it back), a copy put there or
+fetched here (stage-in, cache warming), a probe that says why a file cannot be opened, a
+directory listed, a whole-file read.
 
-One subclass per protocol (``instore.storage.file``, ``.xrootd``, ``.http``), chosen from the
-URL's scheme by ``instore.storage.storage_for`` through ``instore.urls``, as uproot maps schemes
-to Source classes. Reads go through the payload's counting backends
-(``instore.payload.source``), so the read path measured is the one checked."""
+One subclass per protocol (``instore.storage.file``, ``.xrootd``, ``.http``; ``.rootfile`` for
+root:// through ROOT's own client), chosen from the URL's scheme by
+``instore.storage.storage_for`` through ``instore.urls``, as uproot maps schemes to Source
+classes. Checks read through the same readers the jobs' counting source uses
+(``instore.storage.source``), so the read path measured is the one checked."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from instore.errors import InstoreError
 
@@ -78,10 +81,35 @@ def normal_adler32(digest: str) -> str:
     return digest.lower().zfill(8)
 
 
+class Reader(Protocol):
+    """Reads byte ranges from one open file; one ``read_ranges`` call is one request to storage
+    (several ranges go out as one vector read, multi-range GET or pread batch)."""
+
+    size: int
+
+    def read_ranges(self, ranges: list[tuple[int, int]]) -> list[bytes]: ...
+
+    def close(self) -> None: ...
+
+
 class Storage(ABC):
     """One protocol's operations on the files behind a URL; stateless, one per protocol."""
 
     protocol: ClassVar[str]
+    copy_tool: ClassVar[str] = "xrdcp"  # what a stage-in job copies a file here with
+
+    @abstractmethod
+    def open(self, url: str, timeout: float) -> Reader:
+        """The file open for range reads (``OSError`` and the clients' own errors if not)."""
+
+    def load(self) -> None:
+        """Import the reader's client now (``instore.storage.preload``): nothing for most."""
+        return None
+
+    @abstractmethod
+    def get(self, url: str, local: Path, timeout: float | None = None) -> None:
+        """Copy the file to ``local`` with ``copy_tool``, as a stage-in job or a cache warm-up
+        does (``/dev/null`` reads it whole through the endpoint, keeping nothing)."""
 
     @abstractmethod
     def stat(self, url: str) -> int | None:
@@ -110,15 +138,13 @@ class Storage(ABC):
                            "give the files by name instead")  # fmt: skip
 
     def read(self, url: str, timeout: float) -> Iterator[bytes]:
-        """The whole file in ``CHUNK``-sized blocks, through the payload's backend."""
-        from instore.payload.source.base import open_backend
-
-        backend = open_backend(url, timeout)
+        """The whole file in ``CHUNK``-sized blocks, through the protocol's reader."""
+        reader = self.open(url, timeout)
         try:
-            for start in range(0, backend.size, CHUNK):
-                yield backend.read_ranges([(start, min(start + CHUNK, backend.size))])[0]
+            for start in range(0, reader.size, CHUNK):
+                yield reader.read_ranges([(start, min(start + CHUNK, reader.size))])[0]
         finally:
-            backend.close()
+            reader.close()
 
     def checksum(self, url: str, timeout: float = 300.0) -> Checksum:
         """The storage's adler32 where it reports one, else computed by reading the copy back

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from instore.access import POSIX, XCACHE
 from instore.study.config import Study
 
 # Axis name in study.yaml -> Point field, for the axes whose names differ.
@@ -19,7 +20,7 @@ _AXIS_FIELD = {"entries": "entry_fraction"}
 class Point:
     section: str
     layout: str = "ordered"
-    protocol: str = "posix"
+    protocol: str = POSIX
     engine: str = "root"
     cache_mb: float | None = None  # None: ROOT's default TTreeCache
     readahead_kb: int | None = None  # ROOT's TFile readahead; None: ROOT's default
@@ -146,7 +147,7 @@ def _applicable(point: Point, study: Study) -> Point:
     job that does not read through the cache, nor a threading mode to one thread, so such points
     collapse into one (a job of more threads names its mode, the default one too). A replay
     point reads what its trace read: the trace's file set and layout, with the replayer."""
-    if point.protocol != "xcache" and point.cache_state is not None:
+    if point.protocol != XCACHE and point.cache_state is not None:
         point = replace(point, cache_state=None)
     if point.threads == 1 and point.mt_mode is not None:  # one thread has no mode
         point = replace(point, mt_mode=None)

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import pandas as pd
 
+from instore.access import STAGE_IN, XCACHE, XROOTD
 from instore.summary.advice import EFFICIENCY_FLOOR, Recommendation, ok_points
 from instore.summary.figures import link
 
 
 def access_method(protocol: str, cache_state: object) -> str:
     """How a caching point read: direct xrootd, stage-in, or an XCache cold or warm."""
-    if protocol == "xcache":
+    if protocol == XCACHE:
         return f"XCache {cache_state}" if isinstance(cache_state, str) else "XCache"
-    return {"xrootd": "direct xrootd"}.get(protocol, protocol)
+    return {XROOTD: f"direct {XROOTD}"}.get(protocol, protocol)
 
 
 def caching_curves(stats: pd.DataFrame) -> pd.DataFrame:
@@ -65,8 +66,8 @@ def _caching_phrase(curves: pd.DataFrame, reads: str, floor: float) -> tuple[str
             else f"a warm XCache never beats direct reads (up to {top})"
         )
     best = part.loc[part.groupby("rtt_ms")["wall_s"].idxmin(), "method"]
-    staged = break_even_ms(part, "stage-in", "direct xrootd")  # the seeds' own question
-    if "stage-in" in methods and not (best == "stage-in").any():
+    staged = break_even_ms(part, STAGE_IN, access_method(XROOTD, None))  # the seeds' own question
+    if STAGE_IN in methods and not (best == STAGE_IN).any():
         phrases.append("stage-in never wins" + (
             f" (though it beats direct reads from {staged:g} ms)" if staged is not None else ""))  # fmt: skip
     drops = {m: efficiency_drop_ms(part, m, floor) for m in methods}

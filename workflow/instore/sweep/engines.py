@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from instore import access
 from instore.payload import engine_rntuple
-from instore.replay.targets import IN_PLACE
 from instore.rootenv import http_auth_problem
 from instore.study.grid import FORMAT_SECTION, axis_value
 from instore.vocabulary import ENGINES, LAYOUTS, PROTOCOLS, RNTUPLE_LAYOUTS
@@ -53,11 +53,11 @@ class Root(Engine):
 
     def site_reason(self, point: Point, site: SiteConfig) -> str | None:
         """Its HTTP client may lack the credential the site's auth needs."""
-        return http_auth_problem(site.auth) if point.protocol == "http" else None
+        return http_auth_problem(site.auth) if point.protocol == access.HTTP else None
 
     def skip_reason(self, point: Point, study: Study) -> str | None:
         """It reads no RNTuple over http through XrdClHttp (RNTuple has no HTTP of its own)."""
-        if point.protocol == "http" and point.layout in RNTUPLE_LAYOUTS:
+        if point.protocol == access.HTTP and point.layout in RNTUPLE_LAYOUTS:
             return engine_rntuple.http_problem()
         return None
 
@@ -103,7 +103,7 @@ REGISTRY: dict[str, Engine] = {
     for engine in (
         Root("root", payload="root"),
         Uproot("uproot", payload="uproot"),
-        Replay("replay", payload=REPLAY_PAYLOAD, protocols=IN_PLACE),
+        Replay("replay", payload=REPLAY_PAYLOAD, protocols=access.IN_PLACE),
     )
 }
 assert tuple(REGISTRY) == ENGINES, "one registry entry per engine of instore.vocabulary"

@@ -10,12 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from instore import credentials
+from instore.access import STAGE_IN
 from instore.container import Access, Bind, Target
 from instore.container.measure import run_contained
 from instore.container.runtime import Runtime
 from instore.container.warm import run_warm
 from instore.payload.runner import CGROUP_ENV
 from instore.record import JobFate, JobOutcome
+from instore.storage import copy_tool
 from instore.study import Point
 from instore.study.files import traces_dir
 from instore.sweep.engines import engine_of
@@ -122,9 +124,8 @@ def job_argv(
     argv = ["instore", "read", url, "--tree", tree, *point.read_args()]
     if start_at is not None:
         argv += ["--start-at", f"{start_at:.3f}"]
-    if point.protocol == "stage-in":
-        tool = "cp" if is_local(url) else "xrdcp"  # xroot://, davs://... go to xrdcp too
-        argv += ["--stage-in", tool, "--scratch", str(scratch)]
+    if point.protocol == STAGE_IN:
+        argv += ["--stage-in", copy_tool(url), "--scratch", str(scratch)]
     return tuple(argv)
 
 

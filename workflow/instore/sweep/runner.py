@@ -20,6 +20,7 @@ from typing import Any
 from distributed import Client
 from tqdm import tqdm
 
+from instore.access import FUSE
 from instore.container import Access, measure_startup, select_runtime, target_for, warm
 from instore.container.runtime import Runtime, Target
 from instore.record import JobOutcome, PointInfo, SiteInfo, row, utc_now
@@ -200,7 +201,7 @@ def sweep_access(
     """What the sweep's jobs see, once for all its points: a warm payload's container is
     started once with it. Every file every point reads is reachable, over its protocol."""
     urls = {live.url(p.protocol, f) for p in points for f in files_read(p, opts.study, dataset)}
-    fuse = any(p.protocol == "fuse" for p in points)
+    fuse = any(p.protocol == FUSE for p in points)
     return access_for(
         sorted(urls), live.job_env(), opts.data, opts.scratch, fuse, in_container(target)
     )

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pandas as pd
 
+from instore import access
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig
 from instore.site.dataset.model import RNTUPLE_LAYOUT, Dataset, DatasetFile
@@ -32,7 +33,8 @@ class Surveyed(Protocol):
 
 
 # The endpoint files are opened and described through, the first the site has.
-DESCRIBE_ORDER = ("xrootd", "http", "posix", "fuse", "stage-in", "xcache")
+DESCRIBE_ORDER = (access.XROOTD, access.HTTP, access.POSIX, access.FUSE, access.STAGE_IN,
+                  access.XCACHE)  # fmt: skip
 OPEN_TIMEOUT_S = 60.0
 DESCRIBE_THREADS = 4
 
@@ -141,7 +143,7 @@ def _list_directory(site: SiteConfig, directory: str) -> list[str]:
     directory = posixpath.normpath(directory.strip("/") or ".")
     sub = "" if directory == "." else directory  # the data path itself
     found: list[str] | None = None
-    for proto in ("xrootd", "stage-in", "posix", "fuse"):
+    for proto in (access.XROOTD, access.STAGE_IN, *access.MOUNTED):
         template = site.endpoints.get(proto, "")
         if not template:
             continue
@@ -189,8 +191,8 @@ def describe_file(name: str, url: str, size: int, tree: str | None,
     from instore.inspect.disorder import clusters_of
     from instore.payload import objects
     from instore.payload.maps import basket_map, is_rntuple
-    from instore.payload.source import source_class
     from instore.site.verify import ROOT_MAGIC, first_bytes
+    from instore.storage.source import source_class
 
     try:
         head = first_bytes(url, timeout_s)

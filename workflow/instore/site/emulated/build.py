@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from instore import access
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig
 from instore.site.emulated import blkio, delay, disk, fuse, netns, shaping, xcache, xrootd
@@ -32,7 +33,7 @@ def build(cfg: SiteConfig, names: SiteNames, state: SiteState, files: list[Path]
     state.record("files", disk.put_files(names, files))
     start_server(names, state)
     add_latency(cfg.name, cfg.network.rtt_ms, names, state)
-    if "fuse" in cfg.protocols:
+    if access.FUSE in cfg.protocols:
         state.record_pid("xrootdfs", fuse.mount(names).pid)
     if cfg.cache:
         build_cache(cfg, names, state)

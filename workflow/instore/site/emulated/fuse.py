@@ -8,6 +8,7 @@ from pathlib import Path
 from instore.errors import InstoreError
 from instore.site.emulated.names import XROOTD_PORT, SiteNames
 from instore.site.emulated.system import cmdline, run, stop_pid, wait_for
+from instore.urls import XROOTD, url_for
 
 
 def _mounted(path: Path) -> bool:
@@ -19,7 +20,7 @@ def _mounted(path: Path) -> bool:
 def mount(names: SiteNames) -> subprocess.Popen[bytes]:
     """Mount root://storage//; xrootdfs stays in the foreground so we own its PID."""
     names.fuse_mount.mkdir(parents=True, exist_ok=True)
-    rdr = f"rdr=root://{names.storage_ip}:{XROOTD_PORT}//{names.data_dir.name}/"
+    rdr = "rdr=" + url_for(XROOTD, names.storage_ip, XROOTD_PORT, f"/{names.data_dir.name}/")
     with (names.workdir / "xrootdfs.log").open("ab") as log:
         proc = subprocess.Popen(
             ["xrootdfs", str(names.fuse_mount), "-f", "-o", rdr],

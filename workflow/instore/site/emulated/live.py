@@ -7,16 +7,19 @@ import os
 from pathlib import Path
 from typing import Any
 
+from instore import access
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig
 from instore.site.emulated import delay, disk, netns, xcache
 from instore.site.emulated.build import retune, shape, start_cache, start_server
 from instore.site.emulated.names import HTTP_PORT, XROOTD_PORT
 from instore.site.emulated.state import SiteState
-from instore.site.emulated.system import reap, run, running, stop_pid
+from instore.site.emulated.system import reap, running, stop_pid
 from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
 from instore.site.usage import Counters, read_counters
 from instore.site.usage import qdisc_drops as shaping_drops
+from instore.storage import fetch
+from instore.urls import HTTP, XROOTD, url_for
 
 CALIBRATION_FILE = "instore-calibration.bin"
 
@@ -33,14 +36,15 @@ class EmulatedLive(LiveSite):
 
     def _url(self, protocol: str, file: str) -> str:
         n = self.names
-        if protocol == "stage-in":
+        if protocol == access.STAGE_IN:
             protocol = self.config.stage_in_source
+        path = f"/{n.data_dir.name}/{file}"
         return {
-            "posix": str(n.data_dir / file),
-            "fuse": str(n.fuse_mount / file),
-            "xrootd": f"root://{n.storage_ip}:{XROOTD_PORT}//{n.data_dir.name}/{file}",
-            "http": f"http://{n.storage_ip}:{HTTP_PORT}/{n.data_dir.name}/{file}",
-            "xcache": f"root://127.0.0.1:{n.xcache_port}//{n.data_dir.name}/{file}",
+            access.POSIX: str(n.data_dir / file),
+            access.FUSE: str(n.fuse_mount / file),
+            access.XROOTD: url_for(XROOTD, n.storage_ip, XROOTD_PORT, path),
+            access.HTTP: url_for(HTTP, n.storage_ip, HTTP_PORT, path),
+            access.XCACHE: url_for(XROOTD, "127.0.0.1", n.xcache_port, path),
         }[protocol]
 
     def drop_caches(self) -> None:
@@ -114,8 +118,7 @@ class EmulatedLive(LiveSite):
             start_cache(self.config, self.names, self.state)
         elif cache_state == "warm":
             for file in files:
-                run(["xrdcp", "--force", "--silent", self.url("xcache", file), "/dev/null"],
-                    timeout=600)  # fmt: skip
+                fetch(self.url(access.XCACHE, file), Path(os.devnull), timeout=600)
         elif cache_state is not None:
             raise InstoreError(f"unknown cache state {cache_state!r}", "use cold or warm")
 

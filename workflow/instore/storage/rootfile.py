@@ -2,7 +2,9 @@
 
 ROOT's bundled XRootD client and the ``xrootd`` Python package's client cannot live in one
 process: whichever loads second crashes it (SIGSEGV in ``XrdCl::File::Open``). A root-engine
-job therefore reaches root:// through ROOT alone, also before its clock starts.
+job therefore reaches root:// through ROOT alone, also before its clock starts: this storage is
+XRootD's (``instore.storage.xrootd``, whose other operations run command-line tools) with its
+reader replaced, and ``storage_for(url, via_root=True)`` chooses it.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import ctypes
 from typing import Any
 
 from instore.rootenv import root
+from instore.storage.xrootd import XRootDStorage
 
 
-class RootFileBackend:
+class RootFileReader:
     def __init__(self, url: str, timeout: float) -> None:
         self._url = url
         try:
@@ -38,3 +41,13 @@ class RootFileBackend:
 
     def close(self) -> None:
         self._file.Close()
+
+
+class RootFileStorage(XRootDStorage):
+    """root:// as a root-engine job reaches it: ranges read through ROOT's TFile."""
+
+    def open(self, url: str, timeout: float) -> RootFileReader:  # type: ignore[override]
+        return RootFileReader(url, timeout)
+
+    def load(self) -> None:
+        """Never the Python XRootD client here; ROOT is loaded by the engine's own set-up."""
