@@ -1,16 +1,18 @@
-"""Fixtures shared by all test levels: small generated files, made once per session; and the
-payload image, whose build starts with the session."""
+"""Fixtures shared by all test levels: the command line (``cli``, ``cli_main``: tests/cli.py),
+small generated files, made once per session; and the payload image, whose build starts with
+the session."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from instore.generate import generate_files
+
+from tests import cli as _cli
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGE_BUILD_LOG = REPO / "build" / "test-image-build.log"
@@ -31,8 +33,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     IMAGE_BUILD_LOG.parent.mkdir(parents=True, exist_ok=True)
     with IMAGE_BUILD_LOG.open("wb") as log:
         _image_build["proc"] = subprocess.Popen(
-            [sys.executable, "-m", "instore.cli", "container", "build"],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+            _cli.command("container", "build"),
+            cwd=REPO, env=_cli.environ(), stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
 
 
@@ -65,6 +67,21 @@ def wait_for_image_build() -> None:
     proc = _image_build.get("proc")
     if proc is not None:
         proc.wait()
+
+
+@pytest.fixture(scope="session")
+def cli() -> _cli.Cli:
+    """``cli(*args, check=False, env=None, cwd=None, timeout=300)`` runs ``instore ARGS`` in a
+    child process and returns its ``CompletedProcess`` (text); ``cli.popen(*args, ...)`` starts
+    it; ``cli.command(*args)`` is its command line."""
+    return _cli.Cli()
+
+
+@pytest.fixture
+def cli_main(capsys: pytest.CaptureFixture[str]) -> _cli.CliMain:
+    """``cli_main(*args)`` runs ``instore ARGS`` in this process (``instore.cli.main``) and
+    returns its exit code and what it printed as a ``CompletedProcess``."""
+    return lambda *args: _cli.run_main(capsys, *args)
 
 
 SMALL_EVENTS = 6000  # about 9 MB per file: big enough for clusters and caches to matter

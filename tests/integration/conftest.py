@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,11 +60,18 @@ STUDY = {
 POINTS = 4 + 4 + 2
 
 
-def sweep_argv(env: dict[str, Path], results: Path, *extra: str) -> list[str]:
-    """`instore sweep` on the local site of ``study_env`` into ``results``."""
+def sweep_args(
+    env: dict[str, Path],
+    results: Path,
+    *extra: str,
+    site: Path | None = None,
+    study: Path | None = None,
+) -> list[str]:
+    """The arguments of `instore sweep` (for ``cli``) of ``env``'s site, study and data (as
+    ``study_env`` has them; or ``site``, ``study``) into ``results``, scratch in ``env["tmp"]``."""
     return [
-        sys.executable, "-m", "instore.cli", "sweep", "--site", str(env["site"]),
-        "--study", str(env["study"]), "--data", str(env["data"]), "--results", str(results),
+        "sweep", "--site", str(site or env["site"]), "--study", str(study or env["study"]),
+        "--data", str(env["data"]), "--results", str(results),
         "--scratch", str(env["tmp"] / "scratch"), "--no-progress", *extra,
     ]  # fmt: skip
 

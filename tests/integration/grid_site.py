@@ -37,6 +37,24 @@ def needs_tools() -> None:
         pytest.skip("xrootd -R xrootd needs root")
 
 
+def needs_xrootd() -> None:
+    """Skip where Debian's xrootd is missing or the tests are not root (xrootd -R xrootd)."""
+    if shutil.which("xrootd") is None or os.geteuid() != 0:
+        pytest.skip("needs Debian's xrootd and root (xrootd -R xrootd): make system")
+
+
+@contextmanager
+def readable_tmp(prefix: str) -> Iterator[Path]:
+    """A temporary directory the xrootd user can read (pytest's own are private to root);
+    removed on the way out, whatever happened inside."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    root.chmod(0o755)  # the xrootd user reads the host certificate and the data
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def _ssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
 
@@ -140,14 +158,10 @@ def make_pki(root: Path) -> Pki:
 def pki_root(prefix: str) -> Iterator[tuple[Path, Pki]]:
     """A temporary directory the xrootd user can read, holding a fresh PKI in pki/; removed
     on the way out, whatever happened inside."""
-    root = Path(tempfile.mkdtemp(prefix=prefix))
-    root.chmod(0o755)  # the xrootd user reads the host certificate and the data
-    try:
+    with readable_tmp(prefix) as root:
         pki_dir = root / "pki"
         pki_dir.mkdir(mode=0o755)
         yield root, make_pki(pki_dir)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def grid_security(pki: Pki) -> str:

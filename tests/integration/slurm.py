@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.integration.grid_site import free_port
+
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sinfo", "squeue", "sbatch", "scancel", "scontrol")
 SOCKET_PATH_MAX = 100  # AF_UNIX paths are limited to 108 bytes; slurmstepd adds its own names
@@ -113,12 +115,6 @@ def default_memory_mb() -> int:
     only checked against each job's ``--mem``)."""
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
     return int(min(16384, total * 0.8))
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _distinct_free_ports(n: int) -> list[int]:

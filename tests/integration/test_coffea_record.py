@@ -7,62 +7,51 @@ file lacks a field NanoAOD has) keeps its trace, its exit code and the events it
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from instore.generate import generate_files
 
-from tests.integration.grid_site import Server, xrootd_server
+from tests.cli import Cli
+from tests.integration.grid_site import Server, needs_xrootd, readable_tmp, xrootd_server
 from tests.unit.test_agc_coffea import dense_file
 
 pytestmark = pytest.mark.integration
 ANALYSES = Path(__file__).resolve().parents[2] / "analyses"
 
 
-def _instore(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "instore.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)  # fmt: skip
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A plain XRootD serving a NanoAOD-like file, a dense ttbar-like one and one that lacks
     Electron_charge; stopped by PID however the tests end."""
-    if shutil.which("xrootd") is None or os.geteuid() != 0:
-        pytest.skip("needs Debian's xrootd and root (xrootd -R xrootd): make system")
+    needs_xrootd()
     files = tmp_path_factory.mktemp("coffea-files")
     nano = generate_files(files, ["ordered"], replicas=1, n_events=3000, cluster_mb=0.5,
                           like="cms-nanoaod", fileset="nano")[("ordered", 0)]  # fmt: skip
-    root = Path(tempfile.mkdtemp(prefix="instore-coffea-xrootd-"))
-    root.chmod(0o755)
-    try:
-        with xrootd_server(root / "srv") as srv:
-            shutil.copy(nano, srv.data / "nano.root")
-            dense_file(srv.data / "dense.root", n=2000)
-            dense_file(srv.data / "bad.root", n=500, electron_charge=False)
-            yield srv
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with readable_tmp("instore-coffea-xrootd-") as root, xrootd_server(root / "srv") as srv:
+        shutil.copy(nano, srv.data / "nano.root")
+        dense_file(srv.data / "dense.root", n=2000)
+        dense_file(srv.data / "bad.root", n=500, electron_charge=False)
+        yield srv
 
 
-def _record(server: Server, name: str, out: Path, *files: str) -> tuple[int, dict, dict]:
+def _record(cli: Cli, server: Server, name: str, out: Path, *files: str) -> tuple[int, dict, dict]:
     urls = [f"root://localhost:{server.port}//{f}" for f in files]
-    done = _instore("record", "--out", str(out), "--", sys.executable,
-                    str(ANALYSES / f"agc_ttbar_{name}.py"), *urls)  # fmt: skip
+    done = cli("record", "--out", str(out), "--", sys.executable,
+               str(ANALYSES / f"agc_ttbar_{name}.py"), *urls, timeout=180)  # fmt: skip
     result = json.loads(done.stdout.strip().splitlines()[-1])
     return done.returncode, result, json.loads((out / "trace.json").read_text())
 
 
-def test_recorded_over_root_and_replayed(server: Server, tmp_path: Path) -> None:
-    code, coffea, meta = _record(server, "coffea", tmp_path / "coffea", "nano.root", "dense.root")
+def test_recorded_over_root_and_replayed(server: Server, tmp_path: Path, cli: Cli) -> None:
+    code, coffea, meta = _record(
+        cli, server, "coffea", tmp_path / "coffea", "nano.root", "dense.root"
+    )
     assert code == 0 and meta["exit_code"] == 0
-    _, up, _ = _record(server, "uproot", tmp_path / "uproot", "nano.root", "dense.root")
+    _, up, _ = _record(cli, server, "uproot", tmp_path / "uproot", "nano.root", "dense.root")
     assert coffea["events"] == up["events"] == meta["events"] == 5000
     assert meta["events_from"] == "stdout"
     assert coffea["cutflow"] == up["cutflow"] and coffea["cutflow"]["4j2b"] > 100
@@ -75,7 +64,7 @@ def test_recorded_over_root_and_replayed(server: Server, tmp_path: Path) -> None
     summary = load_trace(tmp_path / "coffea").summary()
     assert summary["files"] == 2 and summary["vector_reads"] > 0 and summary["bytes_read"] > 0
     same = f"root://localhost:{server.port}//"
-    done = _instore("replay", str(tmp_path / "coffea"), "--url-map", f"{same}={same}")
+    done = cli("replay", str(tmp_path / "coffea"), "--url-map", f"{same}={same}", timeout=180)
     assert done.returncode == 0, done.stderr[-3000:]
     rec = json.loads(done.stdout)
     assert rec["error"] is None
@@ -85,9 +74,9 @@ def test_recorded_over_root_and_replayed(server: Server, tmp_path: Path) -> None
 
 
 def test_failing_part_way_keeps_the_trace_and_what_was_processed(
-    server: Server, tmp_path: Path
+    server: Server, tmp_path: Path, cli: Cli
 ) -> None:
-    code, partial, meta = _record(server, "coffea", tmp_path / "bad", "dense.root", "bad.root")
+    code, partial, meta = _record(cli, server, "coffea", tmp_path / "bad", "dense.root", "bad.root")
     assert code == 1 and meta["exit_code"] == 1
     assert partial["complete"] is False and partial["events"] == meta["events"] == 2000
     assert meta["operations"] > 0  # the reads it made are in the trace

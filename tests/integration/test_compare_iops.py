@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +17,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from instore.site import load_site
-from instore.site.emulated import existing, teardown
 from instore.site.emulated.names import SiteNames
+
+from tests.cli import Cli
+from tests.integration.conftest import sweep_args
+from tests.integration.emulated import site_file, torn_down_after
 
 pytestmark = [
     pytest.mark.integration,
@@ -30,7 +30,6 @@ pytestmark = [
 
 SITE = "itest-compare"
 NAMES = SiteNames(SITE)
-INSTORE = [sys.executable, "-m", "instore.cli"]
 # The CPU-bound point (first: the sweep's unmeasured warm-up job runs the first point) spends
 # 2.4 s of CPU on 6,000 events and reads the ordered file through TTreeCache: 22 disk reads,
 # 0.15 s at 150 IOPS and 0.18 s at 120, about 1% of its wall, under the noise below.
@@ -48,17 +47,9 @@ SECTIONS = {
 }  # fmt: skip
 
 
-def site_file(directory: Path, read_iops: int) -> Path:
+def lan_hdd(directory: Path, read_iops: int) -> Path:
     """lan-hdd under the test name: a small disk, posix only, ``read_iops`` on its throttle."""
-    data = yaml.safe_load(load_site("lan-hdd").path.read_text())
-    data.update(name=SITE, protocols=["posix"])
-    data.pop("stage_in", None)
-    data["disk"]["size_mb"] = 256
-    data["disk"]["limits"]["read_iops"] = read_iops
-    directory.mkdir(parents=True)
-    path = directory / f"{SITE}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return site_file(directory, SITE, "lan-hdd", ["posix"], disk_mb=256, read_iops=read_iops)
 
 
 def study_file(tmp_path: Path) -> Path:
@@ -73,41 +64,33 @@ def study_file(tmp_path: Path) -> Path:
 @pytest.fixture
 def env(tmp_path: Path, small_files: dict[str, Path]) -> Iterator[dict[str, Path]]:
     """The unordered and ordered files; whatever happens, the test site is gone after."""
-    assert not existing(NAMES), "a previous run left the compare test site behind"
-    data = tmp_path / "files"
-    data.mkdir()
-    for layout in ("unordered", "ordered"):
-        shutil.copy(small_files[layout], data / f"{layout}-r0.root")
-    try:
+    with torn_down_after(NAMES, "compare"):
+        data = tmp_path / "files"
+        data.mkdir()
+        for layout in ("unordered", "ordered"):
+            shutil.copy(small_files[layout], data / f"{layout}-r0.root")
         yield {"data": data, "study": study_file(tmp_path), "tmp": tmp_path}
-    finally:
-        teardown(NAMES)
-        assert not existing(NAMES)
 
 
-def sweep(env: dict[str, Path], site: Path, results: Path) -> None:
-    argv = [*INSTORE, "sweep", "--site", str(site), "--study", str(env["study"]),
-            "--data", str(env["data"]), "--results", str(results),
-            "--scratch", str(env["tmp"] / "scratch"), "--runtime", "none", "--no-progress"]  # fmt: skip
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+def sweep(cli: Cli, env: dict[str, Path], site: Path, results: Path) -> None:
+    proc = cli(*sweep_args(env, results, "--runtime", "none", site=site), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
-def compare(*args: str) -> str:
-    proc = subprocess.run([*INSTORE, "compare", *args], capture_output=True, text=True,
-                          timeout=120, check=False)  # fmt: skip
+def compare(cli: Cli, *args: str) -> str:
+    proc = cli("compare", *args, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
 
-def test_lowered_iops_slow_the_iops_bound_point_only(env: dict[str, Path]) -> None:
+def test_lowered_iops_slow_the_iops_bound_point_only(env: dict[str, Path], cli: Cli) -> None:
     start = time.perf_counter()
     before, after = env["tmp"] / "before", env["tmp"] / "after"
-    sweep(env, site_file(env["tmp"] / "site-150", 150), before)
-    sweep(env, site_file(env["tmp"] / "site-120", 120), after)
+    sweep(cli, env, lan_hdd(env["tmp"] / "site-150", 150), before)
+    sweep(cli, env, lan_hdd(env["tmp"] / "site-120", 120), after)
     swept = time.perf_counter() - start
     out = env["tmp"] / "compare.csv"
-    printed = compare(str(before), str(after), "--noise", str(NOISE), "--out", str(out))
+    printed = compare(cli, str(before), str(after), "--noise", str(NOISE), "--out", str(out))
     print(printed)
     table = pd.read_csv(out).set_index("section")
     assert list(table["present"]) == ["both", "both"], "the two points, and no other"
@@ -130,7 +113,7 @@ def test_lowered_iops_slow_the_iops_bound_point_only(env: dict[str, Path]) -> No
         and "1 unchanged" in counts
     )
 
-    itself = compare(str(before), str(before), "--out", str(env["tmp"] / "self.csv"))
+    itself = compare(cli, str(before), str(before), "--out", str(env["tmp"] / "self.csv"))
     same = pd.read_csv(env["tmp"] / "self.csv")
     assert (same["change"] == "unchanged").all() and len(same) == 2
     assert (same["wall_s_after_before"] == 1).all()

@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.integration.conftest import STUDY, sweep_argv
+from tests.cli import Cli
+from tests.integration.conftest import STUDY, sweep_args
 
 pytestmark = pytest.mark.integration
 
@@ -42,18 +43,17 @@ POINTS = len(STUDY["profiles"]["t"]["sections"][SECTION]["layout"]) * len(
 )
 
 
-def _sweep(env: dict[str, Path], results: Path) -> subprocess.CompletedProcess:
-    argv = sweep_argv(env, results, "--sections", SECTION)
-    return subprocess.run(argv, capture_output=True, text=True, timeout=600)
+def _sweep(cli: Cli, env: dict[str, Path], results: Path) -> subprocess.CompletedProcess:
+    return cli(*sweep_args(env, results, "--sections", SECTION), timeout=600)
 
 
-def test_full_results_disk(study_env: dict[str, Path], small_disk: Path) -> None:
+def test_full_results_disk(study_env: dict[str, Path], small_disk: Path, cli: Cli) -> None:
     stat = os.statvfs(small_disk)
     filler = small_disk / "filler"
     filler.write_bytes(b"\0" * (stat.f_bavail * stat.f_frsize - ROOM))
     results = small_disk / "results"
 
-    full = _sweep(study_env, results)
+    full = _sweep(cli, study_env, results)
     assert full.returncode == 2
     ours = [line for line in full.stderr.splitlines() if line.startswith("instore sweep: error:")]
     assert len(ours) == 1 and "results disk is full" in ours[0] and "rerun" in ours[0], full.stderr
@@ -63,7 +63,7 @@ def test_full_results_disk(study_env: dict[str, Path], small_disk: Path) -> None
     assert kept, "points measured before the disk filled are kept"
 
     filler.unlink()
-    again = _sweep(study_env, results)
+    again = _sweep(cli, study_env, results)
     assert again.returncode == 0, again.stderr
     assert "already measured" in again.stdout and " 0 already measured" not in again.stdout
     tables = pd.concat(pd.read_parquet(p) for p in (results / "local").glob("*.parquet"))

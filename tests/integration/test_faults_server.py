@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,10 +21,12 @@ import pandas as pd
 import psutil
 import pytest
 import yaml
-from instore.site import load_site
-from instore.site.emulated import attach, existing, faults, teardown
+from instore.site.emulated import attach, existing, faults
 from instore.site.emulated.names import SiteNames
 
+from tests.cli import Cli
+from tests.integration.conftest import sweep_args
+from tests.integration.emulated import site_file, torn_down_after
 from tests.integration.fault_thread import run_with_fault
 
 pytestmark = [
@@ -37,18 +38,6 @@ SITE = "itest-fault"
 NAMES = SiteNames(SITE)
 TIMEOUT_S = 6.0  # per attempt (a job takes about 1 s); a fault outlasting it times it out
 FAULT_S = 8.0  # link down / network stalled this long: past the first attempt and back-off
-
-
-def site_file(tmp_path: Path) -> Path:
-    """lan-ssd under a test name, a small disk, root:// only, a 2 ms RTT (so a delayer)."""
-    data = yaml.safe_load(load_site("lan-ssd").path.read_text())
-    data.update(name=SITE, protocols=["posix", "xrootd"])
-    data.pop("stage_in", None)
-    data["network"]["rtt_ms"] = 2.0
-    data["disk"]["size_mb"] = 256
-    path = tmp_path / f"{SITE}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
 
 
 def study_file(tmp_path: Path, profile: dict) -> Path:
@@ -78,15 +67,15 @@ FAULT_PROFILE = {
 @pytest.fixture
 def env(tmp_path: Path, small_files: dict[str, Path]) -> Iterator[dict[str, Path]]:
     """Data, site file and results of one sweep; whatever happens, the site is gone after."""
-    assert not existing(NAMES), "a previous run left the fault test site behind"
-    data = tmp_path / "files"
-    data.mkdir()
-    shutil.copy(small_files["ordered"], data / "ordered-r0.root")
-    shutil.copy(small_files["ordered-r1"], data / "ordered-r1.root")
-    yield {"data": data, "site": site_file(tmp_path), "results": tmp_path / "results",
-           "tmp": tmp_path}  # fmt: skip
-    teardown(NAMES)
-    assert not existing(NAMES)
+    with torn_down_after(NAMES, "fault"):
+        data = tmp_path / "files"
+        data.mkdir()
+        shutil.copy(small_files["ordered"], data / "ordered-r0.root")
+        shutil.copy(small_files["ordered-r1"], data / "ordered-r1.root")
+        # lan-ssd under a test name, a small disk, root:// only, a 2 ms RTT (so a delayer)
+        site = site_file(tmp_path, SITE, "lan-ssd", ["posix", "xrootd"], disk_mb=256, rtt_ms=2.0)
+        yield {"data": data, "site": site, "results": tmp_path / "results",
+               "tmp": tmp_path}  # fmt: skip
 
 
 def _interactive_sigint() -> None:
@@ -96,12 +85,10 @@ def _interactive_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def start_sweep(env: dict[str, Path], study: Path) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", "instore.cli", "sweep", "--site", str(env["site"]),
-            "--study", str(study), "--data", str(env["data"]), "--results", str(env["results"]),
-            "--scratch", str(env["tmp"] / "scratch"), "--no-progress"]  # fmt: skip
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=_interactive_sigint)  # fmt: skip
+def start_sweep(cli: Cli, env: dict[str, Path], study: Path) -> subprocess.Popen[str]:
+    return cli.popen(*sweep_args(env, env["results"], study=study), stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True, start_new_session=True,
+                     preexec_fn=_interactive_sigint)  # fmt: skip
 
 
 def payloads(sweep: subprocess.Popen[str] | None = None) -> list[psutil.Process]:
@@ -140,10 +127,10 @@ def wait_for_second_point(sweep: subprocess.Popen[str], results: Path) -> None:
 
 
 def sweep_with_fault(
-    env: dict[str, Path], profile: dict, fault: Callable[[], object]
+    cli: Cli, env: dict[str, Path], profile: dict, fault: Callable[[], object]
 ) -> tuple[int, str, str, pd.DataFrame]:
     """Run a sweep; cause ``fault`` once the second point's first job is running."""
-    sweep = start_sweep(env, study_file(env["tmp"], profile))
+    sweep = start_sweep(cli, env, study_file(env["tmp"], profile))
 
     def at_the_second_point() -> None:
         wait_for_second_point(sweep, env["results"])
@@ -154,9 +141,9 @@ def sweep_with_fault(
     return sweep.returncode, out, err, table.sort_values("measured_at").reset_index(drop=True)
 
 
-def test_xrootd_killed_mid_point(env: dict[str, Path]) -> None:
+def test_xrootd_killed_mid_point(env: dict[str, Path], cli: Cli) -> None:
     code, out, err, table = sweep_with_fault(
-        env, {**FAULT_PROFILE, "retries": 1}, lambda: faults.kill_server(attach(SITE))
+        cli, env, {**FAULT_PROFILE, "retries": 1}, lambda: faults.kill_server(attach(SITE))
     )
     assert code == 1, err
     assert f"measured {POINTS} point(s)" in out and "1 with failed jobs" in out, out
@@ -188,20 +175,22 @@ def _assert_survived_a_timeout(code: int, out: str, err: str, table: pd.DataFram
     assert hit["disk_bytes_read"] > 0
 
 
-def test_link_down_mid_point_times_out_and_retries(env: dict[str, Path]) -> None:
-    result = sweep_with_fault(env, FAULT_PROFILE, lambda: faults.link_down(attach(SITE), FAULT_S))
+def test_link_down_mid_point_times_out_and_retries(env: dict[str, Path], cli: Cli) -> None:
+    result = sweep_with_fault(
+        cli, env, FAULT_PROFILE, lambda: faults.link_down(attach(SITE), FAULT_S)
+    )
     _assert_survived_a_timeout(*result)
 
 
-def test_latency_spike_mid_point_times_out_and_retries(env: dict[str, Path]) -> None:
-    result = sweep_with_fault(env, FAULT_PROFILE, lambda: faults.stall(attach(SITE), FAULT_S))
+def test_latency_spike_mid_point_times_out_and_retries(env: dict[str, Path], cli: Cli) -> None:
+    result = sweep_with_fault(cli, env, FAULT_PROFILE, lambda: faults.stall(attach(SITE), FAULT_S))
     _assert_survived_a_timeout(*result)
 
 
 LOAD_JOBS = 64  # the HEPiX group ran 20-80 concurrent jobs against one storage
 
 
-def test_64_concurrent_jobs_against_one_site(env: dict[str, Path]) -> None:
+def test_64_concurrent_jobs_against_one_site(env: dict[str, Path], cli: Cli) -> None:
     """One point of 64 uproot jobs over root:// on 2 cores: all recorded, with open times."""
     profile = {
         "timeout_s": 600,
@@ -209,7 +198,7 @@ def test_64_concurrent_jobs_against_one_site(env: dict[str, Path]) -> None:
         "sections": {"jobfill": {"fill": [LOAD_JOBS], "protocol": ["xrootd"],
                                  "engine": ["uproot"], "layout": ["ordered"]}},
     }  # fmt: skip
-    sweep = start_sweep(env, study_file(env["tmp"], profile))
+    sweep = start_sweep(cli, env, study_file(env["tmp"], profile))
     _, err = sweep.communicate(timeout=900)
     table = pd.read_parquet(env["results"] / SITE / "jobfill.parquet")
     assert len(table) == LOAD_JOBS and sorted(table["job"]) == list(range(LOAD_JOBS)), err
@@ -224,11 +213,11 @@ def test_64_concurrent_jobs_against_one_site(env: dict[str, Path]) -> None:
     assert (ok["events"] == ok["events"].iloc[0]).all() and (ok["open_s"] > 0).all()
 
 
-def test_ctrl_c_mid_point_leaves_nothing(env: dict[str, Path]) -> None:
+def test_ctrl_c_mid_point_leaves_nothing(env: dict[str, Path], cli: Cli) -> None:
     """SIGINT as from Ctrl-C while jobs run: site, Dask workers and jobs all gone. Points
     enough that the sweep is still measuring when the signal lands."""
     profile = {**FAULT_PROFILE, "repetitions": 10}
-    sweep = start_sweep(env, study_file(env["tmp"], profile))
+    sweep = start_sweep(cli, env, study_file(env["tmp"], profile))
     try:
         wait_for_second_point(sweep, env["results"])
         ours = psutil.Process(sweep.pid).children(recursive=True)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,11 +13,12 @@ import pandas as pd
 import pytest
 import yaml
 from instore.generate import generate_files
-from instore.site import load_site
-from instore.site.emulated import existing, teardown
 from instore.site.emulated.names import SiteNames
 
+from tests.cli import Cli
 from tests.conftest import SMALL_EVENTS
+from tests.integration.conftest import sweep_args
+from tests.integration.emulated import site_file, torn_down_after
 
 pytestmark = [
     pytest.mark.integration,
@@ -31,17 +30,6 @@ NAMES = SiteNames(SITE)
 SECTION = {"layout": ["ordered", "rntuple"], "cache_mb": [0, "default"],
            "protocol": ["posix", "xrootd"], "engine": ["root"]}  # fmt: skip
 POINTS = 2 * 2 * 2
-
-
-def site_file(tmp_path: Path) -> Path:
-    """lan-ssd under a test name, a small disk, posix and root:// only."""
-    data = yaml.safe_load(load_site("lan-ssd").path.read_text())
-    data.update(name=SITE, protocols=["posix", "xrootd"])
-    data.pop("stage_in", None)
-    data["disk"]["size_mb"] = 256
-    path = tmp_path / f"{SITE}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
 
 
 def study_file(tmp_path: Path) -> Path:
@@ -56,23 +44,21 @@ def study_file(tmp_path: Path) -> Path:
 def env(tmp_path: Path, small_files: dict[str, Path]) -> Iterator[dict[str, Path]]:
     """The ordered TTree and an RNTuple of the same events; whatever happens, the site is
     gone after."""
-    assert not existing(NAMES), "a previous run left the format test site behind"
-    data = tmp_path / "files"
-    data.mkdir()
-    shutil.copy(small_files["ordered"], data / "ordered-r0.root")
-    generate_files(data, layouts=["rntuple"], replicas=1, seed=7, n_events=SMALL_EVENTS)
-    yield {"data": data, "site": site_file(tmp_path), "study": study_file(tmp_path),
-           "results": tmp_path / "results", "tmp": tmp_path}  # fmt: skip
-    teardown(NAMES)
-    assert not existing(NAMES)
+    with torn_down_after(NAMES, "format"):
+        data = tmp_path / "files"
+        data.mkdir()
+        shutil.copy(small_files["ordered"], data / "ordered-r0.root")
+        generate_files(data, layouts=["rntuple"], replicas=1, seed=7, n_events=SMALL_EVENTS)
+        # lan-ssd under a test name, a small disk, posix and root:// only
+        site = site_file(tmp_path, SITE, "lan-ssd", ["posix", "xrootd"], disk_mb=256)
+        yield {"data": data, "site": site, "study": study_file(tmp_path),
+               "results": tmp_path / "results", "tmp": tmp_path}  # fmt: skip
 
 
-def test_format_section_records_both_formats_over_posix_and_xrootd(env: dict[str, Path]) -> None:
-    argv = [sys.executable, "-m", "instore.cli", "sweep", "--site", str(env["site"]),
-            "--study", str(env["study"]), "--data", str(env["data"]),
-            "--results", str(env["results"]), "--scratch", str(env["tmp"] / "scratch"),
-            "--runtime", "none", "--no-progress"]  # fmt: skip
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+def test_format_section_records_both_formats_over_posix_and_xrootd(
+    env: dict[str, Path], cli: Cli
+) -> None:
+    proc = cli(*sweep_args(env, env["results"], "--runtime", "none"), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = pd.read_parquet(env["results"] / SITE / "format.parquet")
     assert len(table) == POINTS, proc.stderr[-2000:]

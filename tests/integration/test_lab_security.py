@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -14,13 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import Cli
+from tests.integration.grid_site import free_port
+
 pytestmark = pytest.mark.integration
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _listening(port: int) -> set[str]:
@@ -42,16 +37,18 @@ def _get(url: str) -> int:
         return err.code
 
 
-def test_lab_binds_loopback_and_requires_its_token(tmp_path: Path) -> None:
-    port, token = _free_port(), "instore-test-token"
+def test_lab_binds_loopback_and_requires_its_token(tmp_path: Path, cli: Cli) -> None:
+    port, token = free_port(), "instore-test-token"
     env = {
         **os.environ,
         "INSTORE_LAB_TOKEN": token,
         "JUPYTER_RUNTIME_DIR": str(tmp_path),
         "JUPYTER_CONFIG_DIR": str(tmp_path),
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "instore.cli", "lab", "--port", str(port)],
+    proc = cli.popen(
+        "lab",
+        "--port",
+        str(port),
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

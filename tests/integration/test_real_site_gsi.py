@@ -15,8 +15,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +33,7 @@ from instore.summary.command import summarize, write
 from instore.sweep import runner
 from instore.sweep.options import SweepOptions
 
+from tests.cli import Cli
 from tests.integration.grid_site import Pki, Server, grid_security, needs_tools, pki_root
 from tests.integration.grid_site import xrootd_server as serve
 
@@ -102,14 +101,10 @@ def grid(small_files: dict[str, Path]) -> Iterator[Grid]:
             yield Grid(pki, server, data, site)
 
 
-def _cli(grid: Grid, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "instore.cli", *args], capture_output=True,
-                          text=True, timeout=300, env=grid.env(**env))  # fmt: skip
-
-
-def _preflight(grid: Grid, *extra: str, **env: str) -> list[str]:
+def _preflight(cli: Cli, grid: Grid, *extra: str, **env: str) -> list[str]:
     """The preflight's failure lines (empty: ok); asserts its verdict matches them."""
-    proc = _cli(grid, "site", "preflight", str(grid.site), "--data", str(grid.data), *extra, **env)
+    proc = cli("site", "preflight", str(grid.site), "--data", str(grid.data), *extra,
+               env=grid.env(**env))  # fmt: skip
     lines = proc.stderr.strip().splitlines()
     assert lines and lines[0].startswith("credentials: "), proc.stderr
     verdict = "ok" if proc.returncode == 0 else "FAILED"
@@ -118,10 +113,11 @@ def _preflight(grid: Grid, *extra: str, **env: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def uploaded(grid: Grid) -> Grid:
+def uploaded(grid: Grid, cli: Cli) -> Grid:
     """The study's files placed by `instore site upload` through both endpoints."""
-    first = _cli(grid, "site", "upload", str(grid.site), "--data", str(grid.data),
-                 "--results", str(grid.pki.root / "results"), "--no-progress")  # fmt: skip
+    first = cli("site", "upload", str(grid.site), "--data", str(grid.data),
+                "--results", str(grid.pki.root / "results"), "--no-progress",
+                env=grid.env())  # fmt: skip
     assert first.returncode == 0, first.stderr
     # root:// copies it; https then finds the same file there, equal (one namespace).
     assert "1 copied, 1 already there and equal" in first.stderr, first.stderr
@@ -130,17 +126,18 @@ def uploaded(grid: Grid) -> Grid:
     return grid
 
 
-def test_a_second_upload_skips_every_file(uploaded: Grid) -> None:
-    again = _cli(uploaded, "site", "upload", str(uploaded.site), "--data", str(uploaded.data),
-                 "--results", str(uploaded.pki.root / "results"), "--no-progress")  # fmt: skip
+def test_a_second_upload_skips_every_file(uploaded: Grid, cli: Cli) -> None:
+    again = cli("site", "upload", str(uploaded.site), "--data", str(uploaded.data),
+                "--results", str(uploaded.pki.root / "results"), "--no-progress",
+                env=uploaded.env())  # fmt: skip
     assert again.returncode == 0 and "0 copied, 2 already there and equal" in again.stderr
     marker = (uploaded.pki.root / "results" / "grid" / "upload.json").read_text()
     assert str(uploaded.pki.proxy) not in marker and "BEGIN" not in marker
 
 
-def test_preflight_opens_the_files_through_root_and_https(uploaded: Grid) -> None:
-    proc = _cli(uploaded, "site", "preflight", str(uploaded.site), "--data", str(uploaded.data),
-                "--all")  # fmt: skip
+def test_preflight_opens_the_files_through_root_and_https(uploaded: Grid, cli: Cli) -> None:
+    proc = cli("site", "preflight", str(uploaded.site), "--data", str(uploaded.data), "--all",
+               env=uploaded.env())  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     first = proc.stderr.splitlines()[0]
     assert first.startswith("credentials: X.509 proxy /DC=test/CN=Instore Test User/CN=11, ")
@@ -181,31 +178,35 @@ def test_sweeps_after_the_first_ask_the_grid_site_for_sizes_only(
         copy.write_bytes(original)
 
 
-def test_preflight_without_a_proxy_stops_before_the_network(uploaded: Grid) -> None:
-    lines = _preflight(uploaded, X509_USER_PROXY=str(uploaded.pki.root / "none"))
+def test_preflight_without_a_proxy_stops_before_the_network(uploaded: Grid, cli: Cli) -> None:
+    lines = _preflight(cli, uploaded, X509_USER_PROXY=str(uploaded.pki.root / "none"))
     assert lines == [f"credentials: no X.509 proxy at {uploaded.pki.root / 'none'} "
                      f"(X509_USER_PROXY={uploaded.pki.root / 'none'}) -- create one with "
                      "voms-proxy-init (or xrdgsiproxy init) and export X509_USER_PROXY"]  # fmt: skip
 
 
-def test_preflight_with_an_expired_proxy_says_when_it_expired(uploaded: Grid) -> None:
-    lines = _preflight(uploaded, X509_USER_PROXY=str(uploaded.pki.expired_proxy))
+def test_preflight_with_an_expired_proxy_says_when_it_expired(uploaded: Grid, cli: Cli) -> None:
+    lines = _preflight(cli, uploaded, X509_USER_PROXY=str(uploaded.pki.expired_proxy))
     assert len(lines) == 1
     assert lines[0].startswith(f"credentials: X.509 proxy {uploaded.pki.expired_proxy} expired "
                                "at 2020-01-02T00:00:00")  # fmt: skip
     assert "renew it with voms-proxy-init" in lines[0]
 
 
-def test_preflight_with_a_sha1_proxy_names_the_digest_for_https_only(uploaded: Grid) -> None:
+def test_preflight_with_a_sha1_proxy_names_the_digest_for_https_only(
+    uploaded: Grid, cli: Cli
+) -> None:
     """GSI takes xrdgsiproxy's SHA-1 proxy; OpenSSL 3 will not present it over TLS."""
-    lines = _preflight(uploaded, X509_USER_PROXY=str(uploaded.pki.sha1_proxy))
+    lines = _preflight(cli, uploaded, X509_USER_PROXY=str(uploaded.pki.sha1_proxy))
     assert len(lines) == 1 and lines[0].startswith("http https://localhost:"), lines
     assert "is signed with SHA1, which OpenSSL refuses as a TLS client certificate" in lines[0]
     assert "voms-proxy-init" in lines[0]
 
 
-def test_preflight_with_the_ca_not_trusted_names_the_issuer(uploaded: Grid, tmp_path: Path) -> None:
-    lines = _preflight(uploaded, X509_CERT_DIR=str(tmp_path))  # a CA directory without ours
+def test_preflight_with_the_ca_not_trusted_names_the_issuer(
+    uploaded: Grid, tmp_path: Path, cli: Cli
+) -> None:
+    lines = _preflight(cli, uploaded, X509_CERT_DIR=str(tmp_path))  # a CA directory without ours
     by_protocol = {line.split(" ", 1)[0]: line for line in lines}
     assert set(by_protocol) == {"http", "xrootd", "stage-in"}, lines
     assert ("TLS: the server's certificate is issued by /DC=test/CN=Instore Test CA, which "
@@ -216,20 +217,20 @@ def test_preflight_with_the_ca_not_trusted_names_the_issuer(uploaded: Grid, tmp_
     assert all("renew" not in line and "refused X.509 proxy" not in line for line in lines)
 
 
-def test_preflight_names_a_missing_file(uploaded: Grid) -> None:
-    lines = _preflight(uploaded, "--file", "absent-r0.root")
+def test_preflight_names_a_missing_file(uploaded: Grid, cli: Cli) -> None:
+    lines = _preflight(cli, uploaded, "--file", "absent-r0.root")
     assert len(lines) == 3  # xrootd, stage-in (root://) and http
     for line in lines:
         assert "absent-r0.root: no such file there -- put the test files in place" in line
 
 
-def test_preflight_names_a_changed_file_by_its_checksum(uploaded: Grid) -> None:
+def test_preflight_names_a_changed_file_by_its_checksum(uploaded: Grid, cli: Cli) -> None:
     name = replica_name("ordered", 0)
     remote = uploaded.server.data / name
     good, stat = remote.read_bytes(), remote.stat()
     try:
         remote.write_bytes(good[:100] + bytes(len(good) - 100))  # same size, other bytes
-        lines = _preflight(uploaded)
+        lines = _preflight(cli, uploaded)
     finally:
         remote.write_bytes(good)
         # XRootD keeps a file's adler32 with its mtime, in seconds: restored within the second
@@ -257,9 +258,10 @@ def test_a_sweep_refuses_to_start_on_an_expired_proxy(
     assert not (tmp_path / "results" / "grid" / "records.jsonl").exists(), "no job started"
 
 
-def test_upload_without_a_proxy_is_refused_before_copying(uploaded: Grid) -> None:
-    proc = _cli(uploaded, "site", "upload", str(uploaded.site), "--data", str(uploaded.data),
-                "--no-progress", X509_USER_PROXY=str(uploaded.pki.root / "none"))  # fmt: skip
+def test_upload_without_a_proxy_is_refused_before_copying(uploaded: Grid, cli: Cli) -> None:
+    no_proxy = uploaded.env(X509_USER_PROXY=str(uploaded.pki.root / "none"))
+    proc = cli("site", "upload", str(uploaded.site), "--data", str(uploaded.data),
+               "--no-progress", env=no_proxy)  # fmt: skip
     assert proc.returncode != 0
     assert (
         "site grid needs x509 credentials: no X.509 proxy" in proc.stderr.strip().splitlines()[-1]

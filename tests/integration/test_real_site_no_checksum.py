@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from instore.site.config import load_site
 from instore.storage import storage_for
 
 from tests.conftest import write_real_site
-from tests.integration.grid_site import Server, needs_tools
+from tests.integration.grid_site import Server, needs_tools, readable_tmp
 from tests.integration.grid_site import xrootd_server as serve
 
 pytestmark = pytest.mark.integration
@@ -30,13 +29,8 @@ NOTE = "checksum: the endpoint reports none; computed by reading the copy back"
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
     needs_tools()
-    root = Path(tempfile.mkdtemp(prefix="instore-nochksum-"))
-    root.chmod(0o755)
-    try:
-        with serve(root / "se", chksum=False) as running:
-            yield running
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with readable_tmp("instore-nochksum-") as root, serve(root / "se", chksum=False) as running:
+        yield running
 
 
 @pytest.fixture

@@ -20,8 +20,6 @@ import json
 import os
 import shutil
 import ssl
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -31,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import Cli
 from tests.integration.grid_site import Pki, needs_tools, pki_root, xrootd_server
 from tests.integration.token_issuer import (
     Issuer,
@@ -142,11 +141,12 @@ def site(small_files: dict[str, Path]) -> Iterator[TokenSite]:
                 yield TokenSite(pki, issuer, root, port, http_port, files)
 
 
-def _read(site: TokenSite, scheme: str, token: str | None, engine: str = "uproot") -> tuple:
+def _read(
+    cli: Cli, site: TokenSite, scheme: str, token: str | None, engine: str = "uproot"
+) -> tuple:
     """``instore read`` of the site's file: (exit status, its run record, stderr)."""
-    proc = subprocess.run([sys.executable, "-m", "instore.cli", "read", site.url(scheme),
-                           "--engine", engine, "--timeout", "30"], capture_output=True,
-                          text=True, timeout=300, env=site.env(token))  # fmt: skip
+    proc = cli("read", site.url(scheme), "--engine", engine, "--timeout", "30",
+               env=site.env(token))  # fmt: skip
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert lines, f"no run record: {proc.stdout[-2000:]} {proc.stderr[-2000:]}"
     return proc.returncode, json.loads(lines[-1]), proc.stderr
@@ -189,8 +189,10 @@ def test_the_storage_refuses_a_bad_or_missing_token(site: TokenSite, token: str 
 
 
 @pytest.mark.parametrize("scheme", ["https", "root"])
-def test_uproot_reads_with_the_token_and_records_its_kind(site: TokenSite, scheme: str) -> None:
-    status, record, stderr = _read(site, scheme, "good")
+def test_uproot_reads_with_the_token_and_records_its_kind(
+    site: TokenSite, scheme: str, cli: Cli
+) -> None:
+    status, record, stderr = _read(cli, site, scheme, "good")
     assert status == 0, (record.get("error"), stderr[-2000:])
     assert record["error"] is None and record["bytes_read"] > 1_000_000
     assert record["provenance"]["credential"] == {"kind": "token"}
@@ -199,8 +201,8 @@ def test_uproot_reads_with_the_token_and_records_its_kind(site: TokenSite, schem
     assert token not in text and token.split(".")[2] not in text, "no token in the record"
 
 
-def test_the_root_engine_reads_root_with_the_token_through_ztn(site: TokenSite) -> None:
-    status, record, stderr = _read(site, "root", "good", engine="root")
+def test_the_root_engine_reads_root_with_the_token_through_ztn(site: TokenSite, cli: Cli) -> None:
+    status, record, stderr = _read(cli, site, "root", "good", engine="root")
     assert status == 0, (record.get("error"), stderr[-2000:])
     assert record["error"] is None and record["bytes_read"] > 1_000_000
     assert record["provenance"]["credential"] == {"kind": "token"}
@@ -208,8 +210,10 @@ def test_the_root_engine_reads_root_with_the_token_through_ztn(site: TokenSite) 
 
 @pytest.mark.parametrize("scheme", ["https", "root"])
 @pytest.mark.parametrize("token", ["other-key", "expired"])
-def test_a_refused_token_is_said_to_be_refused(site: TokenSite, scheme: str, token: str) -> None:
-    status, record, _ = _read(site, scheme, token)
+def test_a_refused_token_is_said_to_be_refused(
+    site: TokenSite, scheme: str, token: str, cli: Cli
+) -> None:
+    status, record, _ = _read(cli, site, scheme, token)
     assert status == 1
     assert record["error"] == (f"authentication refused by {site.url(scheme)}: the server "
                                "refused the bearer token; get one (e.g. oidc-token or "
@@ -219,13 +223,15 @@ def test_a_refused_token_is_said_to_be_refused(site: TokenSite, scheme: str, tok
 
 
 @pytest.mark.parametrize("engine", ["uproot", "root"])
-def test_a_token_file_others_can_read_is_named_for_root(site: TokenSite, engine: str) -> None:
+def test_a_token_file_others_can_read_is_named_for_root(
+    site: TokenSite, engine: str, cli: Cli
+) -> None:
     """XrdSecztn keeps a token whose file is not 0600 ("excessive permissions"); the client
     then only says "No protocols left to try": the fix is the file's mode, not a new token.
     https sends the same file."""
     loose = site.tokens["0644"]
-    assert _read(site, "https", "0644")[0] == 0
-    status, record, _ = _read(site, "root", "0644", engine)
+    assert _read(cli, site, "https", "0644")[0] == 0
+    status, record, _ = _read(cli, site, "root", "0644", engine)
     assert status == 1
     assert record["error"] == (f"authentication refused by {site.url('root')}: bearer token file "
                                f"{loose} can be read by others, so XRootD's ztn client never "
@@ -233,10 +239,10 @@ def test_a_token_file_others_can_read_is_named_for_root(site: TokenSite, engine:
 
 
 @pytest.mark.parametrize("scheme", ["https", "root"])
-def test_no_token_is_said_to_be_missing(site: TokenSite, scheme: str) -> None:
+def test_no_token_is_said_to_be_missing(site: TokenSite, scheme: str, cli: Cli) -> None:
     if Path(f"/tmp/bt_u{os.getuid()}").exists():
         pytest.skip(f"/tmp/bt_u{os.getuid()} holds a token here (WLCG discovery finds it)")
-    status, record, _ = _read(site, scheme, None)
+    status, record, _ = _read(cli, site, scheme, None)
     assert status == 1
     error = record["error"]
     assert error.startswith(f"authentication refused by {site.url(scheme)}: "), error

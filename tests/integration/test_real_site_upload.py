@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,8 +16,9 @@ from instore.errors import InstoreError
 from instore.site import upload
 from instore.site.config import load_site
 
+from tests.cli import Cli
 from tests.conftest import write_real_site
-from tests.integration.grid_site import needs_tools
+from tests.integration.grid_site import needs_tools, readable_tmp
 from tests.integration.grid_site import xrootd_server as serve
 
 pytestmark = pytest.mark.integration
@@ -30,12 +27,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def root_dir() -> Iterator[Path]:
     needs_tools()
-    root = Path(tempfile.mkdtemp(prefix="instore-upload-"))
-    root.chmod(0o755)
-    try:
+    with readable_tmp("instore-upload-") as root:
         yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _no_credentials(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
@@ -46,15 +39,14 @@ def _no_credentials(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
     monkeypatch.setenv("XRD_CONNECTIONRETRY", "1")
 
 
-def _read(url: str, env: dict[str, str]) -> dict[str, object]:
-    proc = subprocess.run([sys.executable, "-m", "instore.cli", "read", url, "--engine", "root",
-                           "--cache-mb", "30"], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **env})  # fmt: skip
+def _read(cli: Cli, url: str, env: dict[str, str]) -> dict[str, object]:
+    proc = cli("read", url, "--engine", "root", "--cache-mb", "30", timeout=120,
+               env={**os.environ, **env})  # fmt: skip
     return json.loads(proc.stdout)
 
 
 def test_upload_to_plain_xrootd_and_xrdhttp_then_read_over_http(
-    root_dir: Path, small_files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+    root_dir: Path, small_files: dict[str, Path], monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     _no_credentials(monkeypatch, root_dir)
     files = [small_files["ordered"], small_files["ordered-r1"]]
@@ -74,9 +66,9 @@ def test_upload_to_plain_xrootd_and_xrdhttp_then_read_over_http(
         assert {f["action"] for f in again["files"]} == {"present"}  # type: ignore[index]
 
         url = f"http://localhost:{hport}//h/{files[0].name}"
-        local = _read(str(files[0]), {})
-        davix = _read(url, {})
-        web = _read(url, {"INSTORE_ROOT_HTTP": "twebfile"})
+        local = _read(cli, str(files[0]), {})
+        davix = _read(cli, url, {})
+        web = _read(cli, url, {"INSTORE_ROOT_HTTP": "twebfile"})
         assert davix["error"] is None and web["error"] is None, (davix["error"], web["error"])
         assert str(davix["http_client"]).startswith("XrdClHttp ")
         assert str(web["http_client"]).startswith("TWebFile (ROOT ")

@@ -5,17 +5,15 @@ issues the recorded reads and bytes, and keeps the recorded think time."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.grid_site import Server, xrootd_server
+from tests.cli import Cli
+from tests.integration.grid_site import Server, needs_xrootd, readable_tmp, xrootd_server
 
 pytestmark = pytest.mark.integration
 SECRET = "rec0rdS3cret"
@@ -37,15 +35,11 @@ f.Close()
 """
 
 
-def _instore(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "instore.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)  # fmt: skip
-
-
 @pytest.fixture(scope="module")
-def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def files(tmp_path_factory: pytest.TempPathFactory, cli: Cli) -> Path:
     out = tmp_path_factory.mktemp("record-files")
-    done = _instore("generate", "--events", "2000", "--layouts", "ordered", "--out", str(out))
+    done = cli("generate", "--events", "2000", "--layouts", "ordered", "--out", str(out),
+               timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     return out
 
@@ -53,30 +47,24 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server(files: Path) -> Iterator[Server]:
     """A plain XRootD serving the file, stopped by PID however the tests end."""
-    if shutil.which("xrootd") is None or os.geteuid() != 0:
-        pytest.skip("needs Debian's xrootd and root (xrootd -R xrootd): make system")
-    root = Path(tempfile.mkdtemp(prefix="instore-record-xrootd-"))
-    root.chmod(0o755)
-    try:
-        with xrootd_server(root / "srv") as srv:
-            shutil.copy(files / "ordered-r0.root", srv.data / "ordered-r0.root")
-            yield srv
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    needs_xrootd()
+    with readable_tmp("instore-record-xrootd-") as root, xrootd_server(root / "srv") as srv:
+        shutil.copy(files / "ordered-r0.root", srv.data / "ordered-r0.root")
+        yield srv
 
 
-def _replay(trace: Path, url_map: str, *extra: str) -> dict:
-    done = _instore("replay", str(trace), "--url-map", url_map, *extra)
+def _replay(cli: Cli, trace: Path, url_map: str, *extra: str) -> dict:
+    done = cli("replay", str(trace), "--url-map", url_map, *extra, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
-def test_record_then_replay(server: Server, files: Path, tmp_path: Path) -> None:
+def test_record_then_replay(server: Server, files: Path, tmp_path: Path, cli: Cli) -> None:
     url = f"root://localhost:{server.port}//ordered-r0.root?authz={SECRET}&xrd.wantprot=unix"
     job = tmp_path / "job.py"
     job.write_text(JOB)
     trace = tmp_path / "trace"
-    done = _instore("record", "--out", str(trace), "--", sys.executable, str(job), url)
+    done = cli("record", "--out", str(trace), "--", sys.executable, str(job), url, timeout=120)
     assert done.returncode == 0, done.stderr
     events, root_bytes, root_calls = (int(x) for x in done.stdout.split())
     assert events == 2000
@@ -96,8 +84,8 @@ def test_record_then_replay(server: Server, files: Path, tmp_path: Path) -> None
     assert think.between_s >= SLEEP_S
 
     same = f"root://localhost:{server.port}//"
-    over_root = _replay(trace, f"{same}={same}", "--xrdreplay")
-    local = _replay(trace, f"{same}={files}/")
+    over_root = _replay(cli, trace, f"{same}={same}", "--xrdreplay")
+    local = _replay(cli, trace, f"{same}={files}/")
     for rec in (over_root, local):
         assert rec["error"] is None
         assert rec["bytes_read"] == summary["bytes_read"]
@@ -132,18 +120,20 @@ for t in threads:
 """
 
 
-def test_two_threads_record_and_replay_side_by_side(server: Server, tmp_path: Path) -> None:
+def test_two_threads_record_and_replay_side_by_side(
+    server: Server, tmp_path: Path, cli: Cli
+) -> None:
     job = tmp_path / "job.py"
     job.write_text(TWO_THREADS)
     trace = tmp_path / "trace"
     url = f"root://localhost:{server.port}//ordered-r0.root"
-    done = _instore("record", "--out", str(trace), "--", sys.executable, str(job), url)
+    done = cli("record", "--out", str(trace), "--", sys.executable, str(job), url, timeout=120)
     assert done.returncode == 0, done.stderr
     meta = json.loads((trace / "trace.json").read_text())
     assert [Path(p).name for p in meta["recorder"]["loaded"]] == ["libXrdClRecorder-6.so"]
     same = f"root://localhost:{server.port}//"
-    side = _replay(trace, f"{same}={same}")
-    serial = _replay(trace, f"{same}={same}", "--serialise")
+    side = _replay(cli, trace, f"{same}={same}")
+    serial = _replay(cli, trace, f"{same}={same}", "--serialise")
     for rec in (side, serial):
         assert rec["error"] is None and rec["streams_in_trace"] == 2
         assert rec["bytes_read"] == 8 * 65536 and rec["read_calls"] == 8

@@ -23,10 +23,12 @@ import psutil
 import pytest
 import yaml
 from instore.report.load import capacity, points
-from instore.site import load_site
-from instore.site.emulated import attach, existing, faults, teardown
+from instore.site.emulated import attach, existing, faults
 from instore.site.emulated.names import SiteNames
 
+from tests.cli import Cli
+from tests.integration.conftest import sweep_args
+from tests.integration.emulated import site_file, torn_down_after
 from tests.integration.fault_thread import run_with_fault
 
 pytestmark = [
@@ -44,34 +46,23 @@ FILLS = [1, COPIES]
 FIXED_S = 4.0  # the load points replay for this long (HEPiX's fixed-time method)
 
 
-def _instore(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "instore.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, check=False)  # fmt: skip
-
-
-def _site_file(tmp_path: Path) -> Path:
-    data = yaml.safe_load(load_site("lan-hdd").path.read_text())
-    data.update(name=SITE, protocols=["posix", "xrootd"])
-    data.pop("stage_in", None)
-    data["disk"]["size_mb"] = 320  # the filesystem point's xfs wants 300 MB
-    path = tmp_path / f"{SITE}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+def env(tmp_path_factory: pytest.TempPathFactory, cli: Cli) -> Iterator[dict[str, Path]]:
     """16 byte copies of a 4 MB NanoAOD-like file, the site file and a study replaying the
     uproot analysis; whatever happens, the site is gone after."""
-    assert not existing(NAMES), "a previous run left the replay test site behind"
-    tmp = tmp_path_factory.mktemp("replay-section")
+    with torn_down_after(NAMES, "replay"):
+        yield _env(tmp_path_factory.mktemp("replay-section"), cli)
+
+
+def _env(tmp: Path, cli: Cli) -> dict[str, Path]:
     data = tmp / "files"
-    done = _instore("generate", "--like", "cms-nanoaod", "--fileset", "copies", "--size-mb", "4",
-                    "--layouts", "ordered", "--replica", "0", "--out", str(data))  # fmt: skip
+    done = cli("generate", "--like", "cms-nanoaod", "--fileset", "copies", "--size-mb", "4",
+               "--layouts", "ordered", "--replica", "0", "--out", str(data))  # fmt: skip
     assert done.returncode == 0, done.stderr
     for k in range(1, COPIES):
         shutil.copy(data / "copies-ordered-r0.root", data / f"copies-ordered-r{k}.root")
-    site = _site_file(tmp)
+    # the filesystem point's xfs wants 300 MB
+    site = site_file(tmp, SITE, "lan-hdd", ["posix", "xrootd"], disk_mb=320)
     profile = {
         "sites": [SITE], "files": {"size_mb": 1, "replicas": 1}, "timeout_s": 120, "retries": 0,
         "filesets": {"copies": {"like": "cms-nanoaod", "size_mb": 4, "replicas": COPIES,
@@ -92,18 +83,14 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
         "load": {"trace": ["up"], "fill": [COPIES], "protocol": ["xrootd"]}}}  # fmt: skip
     kill_study = tmp / "kill-study.yaml"
     kill_study.write_text(yaml.safe_dump({"profile": "t", "profiles": {"t": killed}}))
-    try:
-        yield {"data": data, "site": site, "study": study, "tmp": tmp, "kill_study": kill_study}
-    finally:
-        teardown(NAMES)
-    assert not existing(NAMES)
+    return {"data": data, "site": site, "study": study, "tmp": tmp, "kill_study": kill_study}
 
 
-def _record(env: dict[str, Path], name: str, out: Path) -> dict:
-    done = _instore("record", "--site", str(env["site"]), "--file",
-                    str(env["data"] / "copies-ordered-r0.root"), "--results", str(env["tmp"] / "r"),
-                    "--out", str(out), "--", sys.executable, str(ANALYSES[name]),
-                    "--tree", "Events")  # fmt: skip
+def _record(cli: Cli, env: dict[str, Path], name: str, out: Path) -> dict:
+    done = cli("record", "--site", str(env["site"]), "--file",
+               str(env["data"] / "copies-ordered-r0.root"), "--results", str(env["tmp"] / "r"),
+               "--out", str(out), "--", sys.executable, str(ANALYSES[name]),
+               "--tree", "Events")  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert not existing(NAMES), "instore record left the site it brought up"
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -111,9 +98,11 @@ def _record(env: dict[str, Path], name: str, out: Path) -> dict:
     return result
 
 
-def test_both_analyses_select_the_same_events_and_are_recorded(env: dict[str, Path]) -> None:
-    rdf = _record(env, "rdf", env["tmp"] / "trace-rdf")
-    up = _record(env, "uproot", env["data"] / "traces" / "up")
+def test_both_analyses_select_the_same_events_and_are_recorded(
+    env: dict[str, Path], cli: Cli
+) -> None:
+    rdf = _record(cli, env, "rdf", env["tmp"] / "trace-rdf")
+    up = _record(cli, env, "uproot", env["data"] / "traces" / "up")
     assert rdf["events"] == up["events"] > 1000
     assert rdf["cutflow"] == up["cutflow"] and up["cutflow"]["exactly one lepton"] > 0
     assert rdf["4j1b_HT"] == up["4j1b_HT"]
@@ -127,22 +116,15 @@ def test_both_analyses_select_the_same_events_and_are_recorded(env: dict[str, Pa
         assert trace["command"][-1].startswith("root://")
 
 
-def _sweep_argv(env: dict[str, Path], study: Path, results: Path) -> list[str]:
-    return [sys.executable, "-m", "instore.cli", "sweep", "--site", str(env["site"]),
-            "--study", str(study), "--data", str(env["data"]), "--results", str(results),
-            "--scratch", str(env["tmp"] / "scratch"), "--runtime", "none", "--no-progress"]  # fmt: skip
-
-
 def _need_trace(env: dict[str, Path]) -> None:
     if not (env["data"] / "traces" / "up" / "trace.json").exists():
         pytest.skip("the recording test failed first")
 
 
-def test_replay_load_and_filesystem_sections_in_one_sweep(env: dict[str, Path]) -> None:
+def test_replay_load_and_filesystem_sections_in_one_sweep(env: dict[str, Path], cli: Cli) -> None:
     _need_trace(env)
     results = env["tmp"] / "results"
-    done = subprocess.run(_sweep_argv(env, env["study"], results), capture_output=True,
-                          text=True, timeout=600, check=False)  # fmt: skip
+    done = cli(*sweep_args(env, results, "--runtime", "none"), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
 
     replay = pd.read_parquet(results / SITE / "replay.parquet")
@@ -212,13 +194,14 @@ def _replays_reading(sweep: subprocess.Popen[str]) -> int:
     return count
 
 
-def test_xrootd_killed_mid_load_point_loses_no_client(env: dict[str, Path]) -> None:
+def test_xrootd_killed_mid_load_point_loses_no_client(env: dict[str, Path], cli: Cli) -> None:
     """The server SIGKILLed while 16 replays read: every client is a row, the cut ones failed
     with the request that failed and why, and the sweep ends saying so."""
     _need_trace(env)
     results = env["tmp"] / "kill-results"
-    sweep = subprocess.Popen(_sweep_argv(env, env["kill_study"], results), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    args = sweep_args(env, results, "--runtime", "none", study=env["kill_study"])
+    sweep = cli.popen(*args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                      start_new_session=True)  # fmt: skip
 
     def kill_when_reading() -> None:
         deadline = time.monotonic() + 180

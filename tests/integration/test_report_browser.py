@@ -14,7 +14,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from instore.report.execute import execute, render
 from instore.study import SECTIONS
 from instore.summary.command import summarize, write
 
+from tests.cli import Cli
 from tests.unit.data.records import SITES, rows, write_calibration, write_results
 
 pytestmark = pytest.mark.integration
@@ -104,7 +104,7 @@ def _results(root: Path) -> Path:
     return results
 
 
-def _make_reports(results: Path, out: Path, data: Path) -> None:
+def _make_reports(cli: Cli, results: Path, out: Path, data: Path) -> None:
     """What the report rules run: every section notebook and the overview (the site's
     index.html), the comparison, then the index page."""
     site = SITES[0]
@@ -119,8 +119,7 @@ def _make_reports(results: Path, out: Path, data: Path) -> None:
         page = stem.with_name("index.html" if name == "overview" else f"{name}.html")
         for argv in (["execute", str(NOTEBOOKS / f"{name}.ipynb"), "--out", str(executed),
                       *parameters], ["render", str(executed), "--out", str(page)]):  # fmt: skip
-            done = subprocess.run([sys.executable, "-m", "instore.cli", "report", *argv],
-                                  capture_output=True, text=True, check=False)  # fmt: skip
+            done = cli("report", *argv, timeout=None)
             assert done.returncode == 0, done.stderr[-2000:]
 
     # two at a time, as `snakemake --cores 2` runs them (each in a kernel of its own); the
@@ -134,12 +133,14 @@ def _make_reports(results: Path, out: Path, data: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory, small_files: dict[str, Path]) -> Path:
+def reports(
+    tmp_path_factory: pytest.TempPathFactory, small_files: dict[str, Path], cli: Cli
+) -> Path:
     if CHROMIUM is None:
         pytest.skip("Debian chromium is not installed (make system)")
     root = tmp_path_factory.mktemp("browser")
     out = root / "reports"
-    _make_reports(_results(root), out, small_files["ordered"].parent)
+    _make_reports(cli, _results(root), out, small_files["ordered"].parent)
     return out
 
 

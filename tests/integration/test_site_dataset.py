@@ -10,9 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,8 +23,15 @@ from instore.study import load_study
 from instore.sweep.options import SweepOptions
 from instore.sweep.plan import files_for, plan
 
+from tests.cli import Cli
 from tests.conftest import write_real_site
-from tests.integration.grid_site import Server, free_port, needs_tools, xrootd_server
+from tests.integration.grid_site import (
+    Server,
+    free_port,
+    needs_tools,
+    readable_tmp,
+    xrootd_server,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -62,14 +66,9 @@ def server() -> Iterator[Server]:
     needs_tools()
     if NANOAOD is None:
         pytest.skip("the CMS NanoAOD test file is not here")
-    root = Path(tempfile.mkdtemp(prefix="instore-dataset-"))
-    root.chmod(0o755)
-    try:
-        with xrootd_server(root / "se") as srv:
-            _write_others(srv.data / "cms")
-            yield srv
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with readable_tmp("instore-dataset-") as root, xrootd_server(root / "se") as srv:
+        _write_others(srv.data / "cms")
+        yield srv
 
 
 @pytest.fixture
@@ -109,13 +108,11 @@ STUDY = {
 
 
 def test_preflight_lists_what_the_dataset_holds_and_the_sweep_plans_from_it(
-    server: Server, no_credentials: dict[str, str], tmp_path: Path
+    server: Server, no_credentials: dict[str, str], tmp_path: Path, cli: Cli
 ) -> None:
     path = site(tmp_path / "local.yaml", server, {"directory": "/cms/"})
     results = tmp_path / "results"
-    proc = subprocess.run([sys.executable, "-m", "instore.cli", "site", "preflight", str(path),
-                           "--results", str(results)], capture_output=True, text=True,
-                          timeout=300, check=False)  # fmt: skip
+    proc = cli("site", "preflight", str(path), "--results", str(results))
     print(proc.stdout + proc.stderr)
     assert proc.returncode == 0, proc.stderr
     listed = {line.split(":")[0]: line for line in proc.stdout.splitlines()}
@@ -147,10 +144,9 @@ def test_preflight_lists_what_the_dataset_holds_and_the_sweep_plans_from_it(
 
     # a job reads a dataset file through the site's URL for it, as the sweep builds it
     url = RealLive(load_site(path), []).url("xrootd", "cms/nano.root")
-    read = subprocess.run([sys.executable, "-m", "instore.cli", "read", url, "--engine", "uproot",
-                           "--tree", planned.dataset.tree, "--branches", "agc-2.7"],  # type: ignore[union-attr]
-                          capture_output=True, text=True, timeout=300, check=False,
-                          env={**os.environ, **no_credentials})  # fmt: skip
+    read = cli("read", url, "--engine", "uproot",
+               "--tree", planned.dataset.tree, "--branches", "agc-2.7",  # type: ignore[union-attr]
+               env={**os.environ, **no_credentials})  # fmt: skip
     record = json.loads(read.stdout)
     assert record["error"] is None and record["events"] == 200, read.stderr
 

@@ -25,6 +25,8 @@ from instore.site.emulated.delay import measure_rtt_ms
 from instore.site.emulated.names import SiteNames
 from instore.site.emulated.system import in_netns
 
+from tests.cli import Cli
+
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(os.geteuid() != 0, reason="emulated sites need root"),
@@ -34,7 +36,6 @@ PROFILES = ["lan-hdd", "lan-ssd", "wan"]
 TEST_PREFIX = "itest-"  # our own site names, so a study running alongside is not disturbed
 BLOB = "blob.bin"
 BLOB_MB = 24
-INSTORE = [sys.executable, "-m", "instore.cli"]
 HERE = Path(__file__).parent
 CRASH_SITES = ["crash", "term", "abandoned", "held", "released"]  # sites of the processes we kill
 
@@ -144,6 +145,7 @@ def test_every_protocol_serves_the_same_bytes(site: EmulatedLive, blob: Path, tm
 
 
 def read(
+    cli: Cli,
     site: EmulatedLive,
     proto: str,
     file: str,
@@ -153,25 +155,25 @@ def read(
     extra: tuple[str, ...] = (),
 ):
     """One payload job as the sweep runs it: a separate process with the site's job env."""
-    cmd = [*INSTORE, "read", site.url(proto, file), "--engine", engine, "--cache-mb", str(cache_mb)]
-    cmd += extra
+    args = ["read", site.url(proto, file), "--engine", engine, "--cache-mb", str(cache_mb)]
+    args += extra
     if proto == "stage-in":
-        cmd += ["--stage-in", "xrdcp", "--scratch", str(scratch)]
+        args += ["--stage-in", "xrdcp", "--scratch", str(scratch)]
     env = {**os.environ, **site.job_env()}
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=False)
+    proc = cli(*args, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-500:] + proc.stderr[-1500:]
     return json.loads(proc.stdout)
 
 
 @pytest.mark.parametrize("engine", ["root", "uproot"])
 def test_payload_reads_through_every_protocol(
-    site: EmulatedLive, small_files: dict[str, Path], engine: str, tmp_path: Path
+    site: EmulatedLive, small_files: dict[str, Path], engine: str, tmp_path: Path, cli: Cli
 ) -> None:
     name = small_files["ordered"].name
     # one job per protocol, all at once (only what each read is checked here, not how fast)
     with ThreadPoolExecutor(len(site.protocols)) as pool:
         records = dict(zip(site.protocols, pool.map(
-            lambda proto: read(site, proto, name, engine, 30, tmp_path), site.protocols
+            lambda proto: read(cli, site, proto, name, engine, 30, tmp_path), site.protocols
         ), strict=True))  # fmt: skip
     events = set()
     for proto, record in records.items():
@@ -183,12 +185,12 @@ def test_payload_reads_through_every_protocol(
 
 @pytest.mark.parametrize("site", ["lan-hdd"], indirect=True)
 def test_unordered_cache_off_at_least_5x_slower_on_lan_hdd(
-    site: EmulatedLive, small_files: dict[str, Path], tmp_path: Path
+    site: EmulatedLive, small_files: dict[str, Path], tmp_path: Path, cli: Cli
 ) -> None:
     site.drop_caches()
-    fast = read(site, "posix", small_files["ordered"].name, "root", 30, tmp_path)
+    fast = read(cli, site, "posix", small_files["ordered"].name, "root", 30, tmp_path)
     site.drop_caches()
-    slow = read(site, "posix", small_files["unordered"].name, "root", 0, tmp_path)
+    slow = read(cli, site, "posix", small_files["unordered"].name, "root", 0, tmp_path)
     print(
         f"lan-hdd: ordered+cache {fast['wall_s']:.2f} s, unordered no cache {slow['wall_s']:.2f} s"
     )
@@ -266,14 +268,14 @@ def test_disk_reads_count_one_request_per_scattered_read(site: EmulatedLive) -> 
 
 @pytest.mark.parametrize("site", ["lan-hdd"], indirect=True)
 def test_disk_counts_at_least_what_a_sparse_job_needs(
-    site: EmulatedLive, small_files: dict[str, Path], tmp_path: Path
+    site: EmulatedLive, small_files: dict[str, Path], tmp_path: Path, cli: Cli
 ) -> None:
     """A sparse job (10% of branches, cache off): the disk serves what it needs plus file
     metadata, at the default and at a large block readahead (printed: the seeds' question)."""
     name, sparse = small_files["ordered"].name, ("--branches", "fraction:0.1")
     for block_kb in (128, 4096):
         disk_read, record = disk_read_by(
-            site, block_kb, lambda: read(site, "posix", name, "root", 0, tmp_path, sparse)
+            site, block_kb, lambda: read(cli, site, "posix", name, "root", 0, tmp_path, sparse)
         )
         needed = record["bytes_needed"]
         print(
@@ -323,16 +325,15 @@ def killed_holder(path: Path) -> int:
     return proc.pid
 
 
-def test_down_cleans_up_after_a_killed_process(tmp_path: Path) -> None:
+def test_down_cleans_up_after_a_killed_process(tmp_path: Path, cli: Cli) -> None:
     path = crash_config(tmp_path, "crash")
     names = SiteNames(TEST_PREFIX + "crash")
     try:
         killed_holder(path)
         assert existing(names), "SIGKILL leaves the site up"
-        status = subprocess.run([*INSTORE, "site", "status", names.site],
-                                capture_output=True, text=True)  # fmt: skip
+        status = cli("site", "status", names.site)
         assert json.loads(status.stdout)[0]["abandoned"] is True
-        down = subprocess.run([*INSTORE, "site", "down", names.site], check=False)
+        down = cli("site", "down", names.site)
         assert down.returncode == 0
         assert existing(names) == []
     finally:
@@ -358,12 +359,12 @@ def test_bring_up_removes_a_site_whose_owner_was_killed(
         teardown(names)
 
 
-def test_bring_up_refuses_a_site_whose_owner_still_runs(tmp_path: Path) -> None:
+def test_bring_up_refuses_a_site_whose_owner_still_runs(tmp_path: Path, cli: Cli) -> None:
     path = crash_config(tmp_path, "held")
     names = SiteNames(TEST_PREFIX + "held")
     holder = start_holder(path)
     try:
-        again = subprocess.run([*INSTORE, "site", "up", str(path)], capture_output=True, text=True)
+        again = cli("site", "up", str(path))
         assert again.returncode == 2 and "instore site down" in again.stderr
         assert holder.poll() is None and existing(names)
     finally:
@@ -373,14 +374,14 @@ def test_bring_up_refuses_a_site_whose_owner_still_runs(tmp_path: Path) -> None:
     assert existing(names) == []
 
 
-def test_site_up_leaves_a_site_no_bring_up_removes(tmp_path: Path) -> None:
+def test_site_up_leaves_a_site_no_bring_up_removes(tmp_path: Path, cli: Cli) -> None:
     """`instore site up` exits and leaves its site up on purpose: not a crash's leftover."""
     path = crash_config(tmp_path, "released")
     names = SiteNames(TEST_PREFIX + "released")
     try:
-        up = subprocess.run([*INSTORE, "site", "up", str(path)], capture_output=True, text=True)
+        up = cli("site", "up", str(path))
         assert up.returncode == 0, up.stderr
-        again = subprocess.run([*INSTORE, "site", "up", str(path)], capture_output=True, text=True)
+        again = cli("site", "up", str(path))
         assert again.returncode == 2 and "instore site down" in again.stderr
         assert existing(names)
     finally:

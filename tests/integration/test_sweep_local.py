@@ -9,7 +9,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,16 +19,20 @@ from instore.study import SECTIONS, load_study
 from instore.sweep.options import SweepOptions
 from instore.sweep.plan import plan
 
+from tests.cli import Cli
 from tests.conftest import SMALL_EVENTS
-from tests.integration.conftest import POINTS, sweep_argv
+from tests.integration.conftest import POINTS, sweep_args
 
 pytestmark = pytest.mark.integration
 
 
-def _sweep(env: dict[str, Path], results: Path, *extra: str) -> subprocess.Popen:
-    argv = sweep_argv(env, results, *extra)
-    return subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+def _sweep(cli: Cli, env: dict[str, Path], results: Path, *extra: str) -> subprocess.Popen:
+    return cli.popen(
+        *sweep_args(env, results, *extra),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
 
 
@@ -53,19 +56,19 @@ def _planned_keys(env: dict[str, Path], results: Path) -> set[str]:
 
 
 def test_sweep_kill_and_resume_ends_with_every_planned_point_once(
-    study_env: dict[str, Path],
+    study_env: dict[str, Path], cli: Cli
 ) -> None:
     resumed = study_env["tmp"] / "resumed"
     expected = _planned_keys(study_env, resumed)
     assert len(expected) == POINTS
     rng = random.Random(20261121)
     for _ in range(2):  # kill the whole sweep (workers and jobs too) at random moments
-        proc = _sweep(study_env, resumed)
+        proc = _sweep(cli, study_env, resumed)
         time.sleep(rng.uniform(4, 12))  # set-up takes about 6 s here, the points about 8
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
-    code, out, err = _finish(_sweep(study_env, resumed))
+    code, out, err = _finish(_sweep(cli, study_env, resumed))
     assert code == 0, err
     final = _keys(resumed)
     assert set(final["point_key"]) == expected
@@ -78,15 +81,17 @@ def test_sweep_kill_and_resume_ends_with_every_planned_point_once(
     )
     assert (per_point["runs"] == 1).all()
 
-    code, out, _ = _finish(_sweep(study_env, resumed))
+    code, out, _ = _finish(_sweep(cli, study_env, resumed))
     assert code == 0 and f"measured 0 point(s), {POINTS} already measured" in out
 
 
-def test_failed_jobs_are_retried_recorded_and_the_sweep_goes_on(study_env: dict[str, Path]) -> None:
+def test_failed_jobs_are_retried_recorded_and_the_sweep_goes_on(
+    study_env: dict[str, Path], cli: Cli
+) -> None:
     broken = study_env["data"] / "unordered-r0.root"
     broken.write_bytes(broken.read_bytes()[: broken.stat().st_size // 3])
     results = study_env["tmp"] / "res"
-    code, out, _ = _finish(_sweep(study_env, results, "--sections", "layout"))
+    code, out, _ = _finish(_sweep(cli, study_env, results, "--sections", "layout"))
     assert code == 1, "failed points make the exit status non-zero"
     assert "measured 4 point(s)" in out and "2 with failed jobs" in out
     table = pd.read_parquet(results / "local" / "layout.parquet")
@@ -99,22 +104,8 @@ def test_failed_jobs_are_retried_recorded_and_the_sweep_goes_on(study_env: dict[
     assert table[table["status"] == "ok"]["launch_s"].notna().all()
 
 
-def test_unknown_site_fails_before_measuring(study_env: dict[str, Path]) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "instore.cli",
-            "sweep",
-            "--site",
-            "no-such-site",
-            "--study",
-            str(study_env["study"]),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def test_unknown_site_fails_before_measuring(study_env: dict[str, Path], cli: Cli) -> None:
+    proc = cli("sweep", "--site", "no-such-site", "--study", str(study_env["study"]), timeout=120)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "no-such-site" in lines[0] and "Traceback" not in proc.stderr

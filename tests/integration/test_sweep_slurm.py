@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +18,7 @@ import pytest
 import uproot
 import yaml
 
+from tests.cli import Cli
 from tests.conftest import write_real_site
 from tests.integration.slurm import SlurmCluster
 
@@ -48,20 +47,6 @@ STUDY = {
 }
 
 
-def _instore(
-    *argv: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "instore.cli", *argv],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
 def _slurm_time(value: str) -> dt.datetime:
     """A jobcomp time stamp (local time, whole seconds) as an aware datetime."""
     return dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%S").astimezone()
@@ -81,9 +66,11 @@ def _worker_jobs(cluster: SlurmCluster, before: set[str], n: int) -> list[dict[s
         time.sleep(0.5)
 
 
-def test_jobfill_point_on_slurm_workers(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+def test_jobfill_point_on_slurm_workers(
+    slurm_cluster: SlurmCluster, tmp_path: Path, cli: Cli
+) -> None:
     data = tmp_path / "files"
-    gen = _instore(
+    gen = cli(
         "generate",
         "--events",
         str(EVENTS),
@@ -93,6 +80,7 @@ def test_jobfill_point_on_slurm_workers(slurm_cluster: SlurmCluster, tmp_path: P
         "ordered",
         "--out",
         str(data),
+        timeout=60,
     )
     assert gen.returncode == 0, gen.stderr
     site = tmp_path / "local.yaml"
@@ -108,7 +96,7 @@ def test_jobfill_point_on_slurm_workers(slurm_cluster: SlurmCluster, tmp_path: P
         "DASK_TEMPORARY_DIRECTORY": str(tmp_path / "dask-scratch"),
     }
 
-    sweep = _instore(
+    sweep = cli(
         "sweep",
         "--site",
         str(site),
@@ -186,13 +174,13 @@ def _load_trace(out: Path, file_name: str, size: int) -> None:
 
 
 def test_load_point_spreads_its_clients_over_slurm_nodes(
-    slurm_cluster: SlurmCluster, tmp_path: Path
+    slurm_cluster: SlurmCluster, tmp_path: Path, cli: Cli
 ) -> None:
     """A real site's load point on --slurm: 2 nodes x 2 clients, each client replaying its own
     copy for a fixed time, every client's record kept with the node it ran on."""
     data = tmp_path / "files"
-    gen = _instore("generate", "--like", "cms-nanoaod", "--fileset", "copies", "--size-mb", "1",
-                   "--layouts", "ordered", "--replica", "0", "--out", str(data))  # fmt: skip
+    gen = cli("generate", "--like", "cms-nanoaod", "--fileset", "copies", "--size-mb", "1",
+              "--layouts", "ordered", "--replica", "0", "--out", str(data), timeout=60)  # fmt: skip
     assert gen.returncode == 0, gen.stderr
     first = data / "copies-ordered-r0.root"
     for k in range(1, LOAD_COPIES):
@@ -214,7 +202,7 @@ def test_load_point_spreads_its_clients_over_slurm_nodes(
         "DASK_CONFIG": str(tmp_path / "dask-config"),
         "DASK_TEMPORARY_DIRECTORY": str(tmp_path / "dask-scratch"),
     }
-    sweep = _instore(
+    sweep = cli(
         "sweep", "--site", str(site), "--study", str(study), "--profile", "l", "--sections",
         "load", "--slurm", "--slurm-queue", slurm_cluster.partition, "--data", str(data),
         "--results", str(results), "--scratch", str(tmp_path / "scratch"), "--runtime", "none",

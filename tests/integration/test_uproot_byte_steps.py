@@ -7,18 +7,16 @@ runs in a child process: the patch and the XRootD client stay out of the test pr
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from instore.generate import generate_files
 
-from tests.integration.grid_site import Server, xrootd_server
+from tests.integration.grid_site import Server, needs_xrootd, readable_tmp, xrootd_server
 
 pytestmark = pytest.mark.integration
 BRANCHES = ["Jet_pt", "Jet_eta", "Jet_btagCSVV2", "Muon_pt", "Electron_pt"]
@@ -60,16 +58,10 @@ def nano(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(nano: Path) -> Iterator[Server]:
-    if shutil.which("xrootd") is None or os.geteuid() != 0:
-        pytest.skip("needs Debian's xrootd and root (xrootd -R xrootd): make system")
-    root = Path(tempfile.mkdtemp(prefix="instore-byte-steps-"))
-    root.chmod(0o755)
-    try:
-        with xrootd_server(root / "srv") as srv:
-            shutil.copy(nano, srv.data / nano.name)
-            yield srv
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    needs_xrootd()
+    with readable_tmp("instore-byte-steps-") as root, xrootd_server(root / "srv") as srv:
+        shutil.copy(nano, srv.data / nano.name)
+        yield srv
 
 
 def _read(url: str, step: str, handler: str = "default", fix: bool = True) -> dict:

@@ -22,6 +22,7 @@ from instore.summary.compare_cmd import write
 from instore.summary.results import compare_dirs
 from instore.summary.stats import GROUP, INTERVAL_METRICS
 
+from tests.cli import CliMain
 from tests.unit.data.records import rows, write_results
 
 SITE = "lan-hdd"
@@ -164,18 +165,13 @@ def summaries(tmp_path: Path, name: str, stats: pd.DataFrame) -> Path:
     return results
 
 
-def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(["compare", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_the_command_prints_a_table_and_writes_csv_and_parquet(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, cli_main: CliMain
 ) -> None:
     a, b = two_points(scale=1.3)
     ra, rb = summaries(tmp_path, "a", a), summaries(tmp_path, "b", b)
-    code, out, _ = run_cli([str(ra), str(rb), "--out", str(tmp_path / "c.csv")], capsys)
+    done = cli_main("compare", str(ra), str(rb), "--out", str(tmp_path / "c.csv"))
+    code, out = done.returncode, done.stdout
     assert code == 0
     assert "2 points in common: 1 slower, 1 unchanged" in out
     assert "wall time after/before [95% interval]" in out and "events/s after/before" in out
@@ -238,7 +234,7 @@ def test_the_noise_recorded_with_a_point_is_the_change_it_must_exceed(tmp_path: 
     ],
 )
 def test_bad_input_is_one_line_naming_cause_and_fix(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, message: str
+    tmp_path: Path, cli_main: CliMain, case: str, message: str
 ) -> None:
     a, _ = two_points()
     ra = summaries(tmp_path, "a", a)
@@ -253,7 +249,8 @@ def test_bad_input_is_one_line_naming_cause_and_fix(
     }[case]()
     first = summaries(tmp_path, "s1", frame(point(runs=1))) if case == "single" else ra
     argv = [str(first), str(other), *(["--site", SITE] if case == "site-a-only" else [])]
-    code, out, err = run_cli(argv, capsys)
+    done = cli_main("compare", *argv)
+    code, out, err = done.returncode, done.stdout, done.stderr
     assert code == 2 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("instore compare: error: ")

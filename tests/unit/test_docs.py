@@ -13,6 +13,8 @@ import pytest
 from instore.cli import COMMANDS, build_parser
 from markdown.extensions.toc import slugify
 
+from tests.cli import Cli
+
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 GENERATORS = ("docs/gen/reference.py", "docs/gen/results.py", "docs/gen/study.py")
@@ -76,9 +78,8 @@ def test_the_link_is_there_when_only_that_command_is_loaded(command: str) -> Non
     assert LINK.search(sub.format_help()), command
 
 
-def test_help_from_the_command_line_names_the_page() -> None:
-    run = subprocess.run([sys.executable, "-m", "instore.cli", "site", "preflight", "--help"],
-                         capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
+def test_help_from_the_command_line_names_the_page(cli: Cli) -> None:
+    run = cli("site", "preflight", "--help", check=True, timeout=60)
     assert "Documentation: docs/commands.md#instore-site-preflight" in run.stdout
 
 

@@ -15,6 +15,8 @@ from instore.payload.pattern import Pattern
 from instore.payload.runner import ReadOptions, run_read
 from instore.rootenv import root
 
+from tests.cli import Cli
+
 ENGINES = ["root", "uproot"]
 
 
@@ -22,16 +24,6 @@ def read(path: Path | str, **kw) -> dict:
     record = run_read(ReadOptions(str(path), **kw)).as_dict()
     assert record["error"] is None, record["error"]
     return record
-
-
-def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "instore.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
 
 
 def test_root_engine_counts_equal_roots_own_counters(small_files: dict[str, Path]) -> None:
@@ -72,7 +64,9 @@ def test_cache_cuts_read_calls_by_orders_of_magnitude(small_files: dict[str, Pat
     assert off["events"] == on["events"] and off["bytes_read"] == on["bytes_read"]
 
 
-def test_default_cache_is_roots_and_env_can_turn_it_off(small_files: dict[str, Path]) -> None:
+def test_default_cache_is_roots_and_env_can_turn_it_off(
+    small_files: dict[str, Path], cli: Cli
+) -> None:
     r = read(small_files["ordered"], engine="root")
     assert r["cache_bytes_effective"] > 0 and r["cache_bytes"] is None
     env = {**os.environ, "ROOT_TTREECACHE_SIZE": "0"}
@@ -116,7 +110,9 @@ def test_sparse_branches_need_a_fraction_of_the_file(small_files: dict[str, Path
     assert sparse["branches_read"] < full["branches_read"] / 5
 
 
-def test_access_log_matches_the_basket_map(small_files: dict[str, Path], tmp_path: Path) -> None:
+def test_access_log_matches_the_basket_map(
+    small_files: dict[str, Path], tmp_path: Path, cli: Cli
+) -> None:
     log = tmp_path / "reads.csv"
     proc = cli("read", str(small_files["unordered"]), "--cache-mb", "0", "--access-log", str(log))
     assert proc.returncode == 0, proc.stderr
@@ -207,7 +203,7 @@ def _bad_files(tmp: Path, good: Path) -> dict[str, tuple[Path, str]]:
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", ["missing", "truncated", "not-root", "no-tree"])
 def test_bad_files_give_one_clear_line(
-    small_files: dict[str, Path], tmp_path: Path, engine: str, case: str
+    small_files: dict[str, Path], tmp_path: Path, engine: str, case: str, cli: Cli
 ) -> None:
     path, pattern = _bad_files(tmp_path, small_files["ordered"])[case]
     proc = cli("read", str(path), "--engine", engine)
@@ -233,7 +229,7 @@ def test_bad_files_give_one_clear_line(
     ],
 )
 def test_bad_options_are_one_line_errors(
-    small_files: dict[str, Path], args: list[str], message: str
+    small_files: dict[str, Path], args: list[str], message: str, cli: Cli
 ) -> None:
     proc = cli("read", str(small_files["ordered"]), *args)
     assert proc.returncode != 0
@@ -241,7 +237,7 @@ def test_bad_options_are_one_line_errors(
     assert "Traceback" not in proc.stderr
 
 
-def test_the_payload_command_loads_no_sweep_or_table_machinery() -> None:
+def test_the_payload_command_loads_no_sweep_or_table_machinery(cli: Cli) -> None:
     """`instore read` starts once per measured job: Dask and jsonschema (about two seconds of
     imports here) stay out of it, while `instore --help` still lists everything."""
     probe = (
@@ -252,6 +248,5 @@ def test_the_payload_command_loads_no_sweep_or_table_machinery() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
-    listed = subprocess.run([sys.executable, "-m", "instore.cli", "--help"],
-                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    listed = cli("--help", check=True).stdout
     assert all(name in listed for name in ("read", "sweep", "site", "lab", "summarize"))

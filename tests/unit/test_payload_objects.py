@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +11,8 @@ import uproot
 from instore.errors import InstoreError
 from instore.payload.objects import RNTUPLE, TTREE, DataObject, choose
 from instore.payload.runner import ReadOptions, run_read
+
+from tests.cli import Cli
 
 ENGINES = ["root", "uproot"]
 
@@ -85,12 +85,11 @@ def test_engines_agree_on_a_named_tree_next_to_an_rntuple(files: dict[str, Path]
     assert r["events"] == u["events"] == 100 and r["bytes_needed"] == u["bytes_needed"]
 
 
-def test_the_object_option_and_the_one_line_for_neither(files: dict[str, Path]) -> None:
-    run = [sys.executable, "-m", "instore.cli", "read", "--engine", "uproot"]
-    ok = subprocess.run([*run, str(files["nested"]), "--object", "small"],
-                        capture_output=True, text=True, timeout=300)  # fmt: skip
+def test_the_object_option_and_the_one_line_for_neither(files: dict[str, Path], cli: Cli) -> None:
+    run = ["read", "--engine", "uproot"]
+    ok = cli(*run, str(files["nested"]), "--object", "small")
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["format"] == "rntuple"
-    bad = subprocess.run([*run, str(files["neither"])], capture_output=True, text=True, timeout=300)
+    bad = cli(*run, str(files["neither"]))
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
     assert "holds no TTree or RNTuple; it holds:" in json.loads(bad.stdout)["error"]

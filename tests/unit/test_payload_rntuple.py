@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +11,8 @@ import pytest
 from instore.payload.pattern import Pattern
 from instore.payload.runner import ReadOptions, run_read
 from instore.rootenv import root
+
+from tests.cli import Cli
 
 ENGINES = ["root", "uproot"]
 N_ENTRIES = 2000
@@ -94,11 +94,6 @@ def read(path: Path | str, **kw) -> dict:
     return record
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "instore.cli", *args],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
-
-
 @pytest.mark.parametrize("writer", ["root", "uproot"])
 @pytest.mark.parametrize(
     "pattern",
@@ -177,7 +172,7 @@ def _corrupt_pages(good: Path, out: Path) -> Path:
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", ["truncated", "corrupt-pages"])
 def test_broken_rntuple_is_one_line(
-    ntuples: dict[str, Path], tmp_path: Path, engine: str, case: str
+    ntuples: dict[str, Path], tmp_path: Path, engine: str, case: str, cli: Cli
 ) -> None:
     good = ntuples["root"]
     if case == "truncated":

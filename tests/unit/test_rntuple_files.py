@@ -4,8 +4,6 @@ bytes; and ``instore inspect`` reads their page map exactly as ROOT's descriptor
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import awkward as ak
@@ -18,6 +16,7 @@ from instore.inspect import basket_map, disorder, open_tree, read_order
 from instore.inspect.basketmap import COLUMNS
 from instore.inspect.disorder import clusters_of
 
+from tests.cli import Cli
 from tests.conftest import SMALL_EVENTS
 
 SEED = 7  # the seed of the conftest's small_files, so the ordered TTree holds the same events
@@ -175,7 +174,7 @@ def test_page_map_reads_like_a_basket_map(rntuple_files: dict[str, Path]) -> Non
     assert len(read_order(pages)) == (~pages["shared"]).sum()
 
 
-def test_inspect_reads_an_rntuple_uproot_wrote(tmp_path: Path) -> None:
+def test_inspect_reads_an_rntuple_uproot_wrote(tmp_path: Path, cli: Cli) -> None:
     path = tmp_path / "uproot.root"
     with uproot.recreate(path) as f:
         f["t"] = {
@@ -188,21 +187,7 @@ def test_inspect_reads_an_rntuple_uproot_wrote(tmp_path: Path) -> None:
     assert set(pages["branch"]) == {"a", "b", "v"}
     assert clusters >= 1 and len(pages) >= 4  # v has an offsets and a values column
     assert pages["entry_start"].min() == 0 and pages["entry_stop"].max() == 50_000
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "instore.cli",
-            "inspect",
-            "--json",
-            "--plot",
-            str(tmp_path / "map.png"),
-            str(path),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = cli("inspect", "--json", "--plot", str(tmp_path / "map.png"), str(path))
     assert proc.returncode == 0, proc.stderr
     figures = json.loads(proc.stdout.splitlines()[0])
     assert figures["format"] == "rntuple" and figures["tree"] == "t"
@@ -211,16 +196,10 @@ def test_inspect_reads_an_rntuple_uproot_wrote(tmp_path: Path) -> None:
 
 
 def test_inspect_cli_on_generated_files(
-    small_files: dict[str, Path], rntuple_files: dict[str, Path], tmp_path: Path
+    small_files: dict[str, Path], rntuple_files: dict[str, Path], tmp_path: Path, cli: Cli
 ) -> None:
     files = [small_files["ordered"], rntuple_files["rntuple"], rntuple_files["rntuple-small"]]
-    proc = subprocess.run(
-        [sys.executable, "-m", "instore.cli", "inspect", "--baskets", str(tmp_path)]
-        + [str(p) for p in files],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = cli("inspect", "--baskets", str(tmp_path), *[str(p) for p in files])
     assert proc.returncode == 0, proc.stderr
     assert "(tree events)" in proc.stdout and "(RNTuple events)" in proc.stdout
     assert (tmp_path / "rntuple-small-r0.baskets.csv").stat().st_size > 0

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.cli import Cli
 from tests.conftest import write_real_site
 
 SECRET = "s3cr3t-token-value-do-not-record"
 
 
 def test_records_carry_no_credentials_or_environment(
-    small_files: dict[str, Path], tmp_path: Path
+    small_files: dict[str, Path], tmp_path: Path, cli: Cli
 ) -> None:
     proxy = tmp_path / "x509up_u0"
     proxy.write_text(f"-----BEGIN CERTIFICATE-----\n{SECRET}\n")
@@ -26,21 +25,7 @@ def test_records_carry_no_credentials_or_environment(
         "XRD_REQUESTTIMEOUT": "30",
     }
     for engine in ("root", "uproot"):
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "instore.cli",
-                "read",
-                str(small_files["ordered"]),
-                "--engine",
-                engine,
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=300,
-        )
+        proc = cli("read", str(small_files["ordered"]), "--engine", engine, env=env)
         assert proc.returncode == 0, proc.stderr
         assert SECRET not in proc.stdout and str(proxy) not in proc.stdout
         record = json.loads(proc.stdout)
@@ -49,7 +34,7 @@ def test_records_carry_no_credentials_or_environment(
         )
 
 
-def test_shell_metacharacters_in_a_site_file_are_not_executed(tmp_path: Path) -> None:
+def test_shell_metacharacters_in_a_site_file_are_not_executed(tmp_path: Path, cli: Cli) -> None:
     marker = tmp_path / "pwned"
     endpoints = {
         "posix": f"/tmp/$(touch {marker})/{{file}}",
@@ -57,12 +42,7 @@ def test_shell_metacharacters_in_a_site_file_are_not_executed(tmp_path: Path) ->
         "http": f"http://127.0.0.1:1/`touch {marker}`/{{file}}",
     }
     path = write_real_site(tmp_path / "evil.yaml", endpoints, name="evil")
-    proc = subprocess.run(
-        [sys.executable, "-m", "instore.cli", "site", "preflight", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = cli("site", "preflight", str(path), timeout=120)
     assert proc.returncode != 0
     assert "invalid choice" not in proc.stderr, "the preflight really ran"
     for protocol in ("posix", "xrootd", "http"):
@@ -72,7 +52,7 @@ def test_shell_metacharacters_in_a_site_file_are_not_executed(tmp_path: Path) ->
 
 
 def test_records_keep_the_proxy_subject_and_expiry_never_its_content_or_a_token(
-    small_files: dict[str, Path], tmp_path: Path
+    small_files: dict[str, Path], tmp_path: Path, cli: Cli
 ) -> None:
     from tests.unit.test_credentials import make_proxy
 
@@ -81,11 +61,8 @@ def test_records_keep_the_proxy_subject_and_expiry_never_its_content_or_a_token(
         line for line in proxy.read_text().splitlines() if line and not line.startswith("-----")
     ]
     env = {**os.environ, "X509_USER_PROXY": str(proxy), "BEARER_TOKEN": SECRET}
-    proc = subprocess.run(
-        [sys.executable, "-m", "instore.cli", "read", str(small_files["ordered"]),
-         "--engine", "uproot", "--entries", "0.05"],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+    proc = cli("read", str(small_files["ordered"]), "--engine", "uproot", "--entries", "0.05",
+               env=env)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     record = json.loads(proc.stdout)
     assert record["provenance"]["credential"]["kind"] == "x509+token"

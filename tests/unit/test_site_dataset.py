@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +18,8 @@ from instore.site.real import RealLive, site_dataset
 from instore.study import Point, load_study
 from instore.sweep.options import SweepOptions
 from instore.sweep.plan import files_for, plan, tree_for
+
+from tests.cli import Cli
 
 NANOAOD = next(
     (p for p in (Path(__file__).parent / "data" / "nanoAOD_2015_CMS_Open_Data_ttbar.root",
@@ -255,17 +256,15 @@ def posix_site(tmp_path: Path, small_files: dict[str, Path]) -> Path:
     return path
 
 
-def preflight(site: Path, results: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "instore.cli", "site", "preflight", str(site),
-                           "--results", str(results)], capture_output=True, text=True,
-                          timeout=300, check=False)  # fmt: skip
+def preflight(cli: Cli, site: Path, results: Path) -> subprocess.CompletedProcess[str]:
+    return cli("site", "preflight", str(site), "--results", str(results))
 
 
 def test_preflight_lists_the_dataset_and_the_sweep_plans_from_it(
-    posix_site: Path, tmp_path: Path
+    posix_site: Path, tmp_path: Path, cli: Cli
 ) -> None:
     results = tmp_path / "results"
-    proc = preflight(posix_site, results)
+    proc = preflight(cli, posix_site, results)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert [line.split(":")[0] for line in lines] == [
@@ -292,10 +291,12 @@ def test_preflight_lists_the_dataset_and_the_sweep_plans_from_it(
     assert tree_for(fill3, study, planned.dataset) == "events"
 
 
-def test_preflight_says_what_is_wrong_in_one_line_each(posix_site: Path, tmp_path: Path) -> None:
+def test_preflight_says_what_is_wrong_in_one_line_each(
+    posix_site: Path, tmp_path: Path, cli: Cli
+) -> None:
     store = tmp_path / "store"
     (store / "run1" / "notes.root").write_text("not a ROOT file at all\n")
-    proc = preflight(posix_site, tmp_path / "results")
+    proc = preflight(cli, posix_site, tmp_path / "results")
     assert proc.returncode == 1
     bad = [line for line in proc.stderr.splitlines() if "notes.root" in line]
     assert bad == [f"{store}/run1/notes.root: not a ROOT file (it starts with b'not ') "
