@@ -371,7 +371,10 @@ def test_a_failing_warm_up_records_nothing_and_says_which_run(
 
 def test_ctrl_c_during_a_warm_up_says_interrupted_not_a_failing_command(tmp_path: Path) -> None:
     """Ctrl-C reaches the recorder while it waits for a warm-up run (here: only the recorder,
-    so the run itself ends well): the error says so instead of blaming the command."""
+    so the run itself ends well): the error says so instead of blaming the command. Ctrl-C as
+    a terminal delivers it: a suite started in the background (nohup, `make test &`) inherits
+    SIGINT ignored, and Python then raises no KeyboardInterrupt."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
@@ -380,4 +383,5 @@ def test_ctrl_c_during_a_warm_up_says_interrupted_not_a_failing_command(tmp_path
                    warm_up=1)  # fmt: skip
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert "run instore record again" in str(err.value) and not (tmp_path / "tr").exists()
