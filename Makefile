@@ -29,8 +29,12 @@ venv: $(STAMP)  ## create the virtual environment from the lock
 
 setup: system venv  ## everything a run needs
 
-test: setup  ## set up, then run the whole test suite (unit, integration, e2e)
-	$(BIN)/python -m pytest -v --timeout=900 --durations=25
+test: setup  ## set up, then run the whole test suite (e2e and integration, then unit on 2 processes)
+	$(BIN)/python -m pytest -v --timeout=900 --durations=25 tests/e2e tests/integration; \
+	serial=$$?; \
+	$(BIN)/python -m pytest -v --timeout=900 --durations=10 -n 2 tests/unit; \
+	unit=$$?; \
+	test $$serial -eq 0 && test $$unit -eq 0
 
 test-unit: venv  ## unit tests only (no root, no servers)
 	$(BIN)/python -m pytest -v tests/unit
