@@ -40,6 +40,7 @@ TRACE_NAMES = {
     "agc-rdf": "RDataFrame",
     "agc-uproot": "uproot",
     "agc-rdf-mt2": "RDataFrame, 2 threads",
+    "agc-coffea": "coffea",
 }
 
 
