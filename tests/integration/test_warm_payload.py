@@ -211,6 +211,26 @@ def test_both_engines_read_over_root_through_their_own_warm_payload(
         assert forked[key] == cold[key], key
 
 
+@pytest.mark.parametrize("target", ["none"], indirect=True)
+def test_a_payload_warm_for_ttrees_only_still_reads_an_rntuple_as_a_cold_job_does(
+    target: Target, access: Access, data: Path
+) -> None:
+    """A sweep of TTrees starts its warm payloads without the RNTuple loops (2 s saved per
+    sweep); a job of an RNTuple sent to one anyway compiles them itself and counts alike."""
+    payload = warm.WarmPayload.start(target, access, "root", formats=("ttree",))
+    try:
+        assert payload.info["formats"] == ["ttree"]
+        argv = read_argv(data / "rntuple-r0.root", "--engine", "root")
+        forked, container = payload.run(argv, {}, 300)
+        cold, _ = run_contained(target, argv, access, timeout=300)
+    finally:
+        payload.close()
+    assert forked["error"] is None and cold["error"] is None, (forked["error"], cold["error"])
+    assert container.launch == "fork" and forked["format"] == "rntuple"
+    for key in COUNTS:
+        assert forked[key] == cold[key], key
+
+
 def test_a_payload_refuses_a_job_of_the_other_engine(
     data: Path, payloads: dict[str, warm.WarmPayload]
 ) -> None:

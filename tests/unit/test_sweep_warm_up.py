@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from instore.study import Point, load_study
-from instore.sweep import runner
+from instore.sweep import plan, runner
 
 
 class _Submitted(Exception):
@@ -54,3 +54,14 @@ def test_a_posix_sweep_warms_up_over_posix() -> None:
 
 def test_a_protocol_the_site_lacks_falls_back_to_its_first() -> None:
     assert _warm_up_url(Point(section="caching", protocol="xcache")).startswith("/disk/")
+
+
+def test_warm_payloads_compile_the_loops_of_the_formats_the_points_read_only() -> None:
+    """A sweep of TTrees starts no RNTuple loop (2 s of cling per warm payload); one of both
+    formats, or of a site's own dataset (whose files may hold either), starts both."""
+    trees = [Point(section="layout", layout=name) for name in ("ordered", "unordered")]
+    ntuple = Point(section="format", layout="rntuple-small")
+    assert plan.formats_read(trees) == ("ttree",)
+    assert plan.formats_read([ntuple]) == ("rntuple",)
+    assert plan.formats_read([ntuple, *trees]) == ("ttree", "rntuple")
+    assert plan.formats_read(trees, dataset=object()) == ("ttree", "rntuple")  # type: ignore[arg-type]

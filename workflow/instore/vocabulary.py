@@ -23,9 +23,12 @@ from typing import Any
 TTREE_LAYOUTS: tuple[str, ...] = ("unordered", "by-branch", "ordered")
 RNTUPLE_LAYOUTS: tuple[str, ...] = ("rntuple", "rntuple-small", "rntuple-matched")
 LAYOUTS: tuple[str, ...] = TTREE_LAYOUTS + RNTUPLE_LAYOUTS
+FORMATS: tuple[str, ...] = ("ttree", "rntuple")  # what a job reads (records' ``format``)
+TTREE, RNTUPLE = FORMATS
 PROTOCOLS: tuple[str, ...] = ("posix", "stage-in", "xrootd", "http", "fuse", "xcache")
 ENGINES: tuple[str, ...] = ("root", "uproot", "replay")  # sweep.engines says what each reads
 PAYLOAD_ENGINES: tuple[str, ...] = ENGINES[:2]  # the ones a payload reads files with
+REPLAY_ENGINE = ENGINES[2]  # a point that replays a recorded trace reads with it
 AUTH_KINDS: tuple[str, ...] = ("x509", "token", "none")
 RUNTIMES: tuple[str, ...] = ("podman", "apptainer", "none")
 AUTO_RUNTIME = "auto"  # a runtime setting, not a runtime: the first one found

@@ -32,6 +32,7 @@ from instore.container.measure import DIE_WITH_PARENT, exit_text, payload_record
 from instore.container.runtime import Access, Runtime, Target, last_line, launch
 from instore.errors import InstoreError
 from instore.record import ContainerRun
+from instore.vocabulary import FORMATS
 
 log = logging.getLogger(__name__)
 WARM_ARGV = ("instore", "warm", "--engine")
@@ -52,8 +53,11 @@ class Reply:
 class WarmPayload:
     """One warm payload process and the jobs in flight through it."""
 
-    def __init__(self, target: Target, access: Access, engine: str = "root") -> None:
+    def __init__(
+        self, target: Target, access: Access, engine: str = "root", formats: Sequence[str] = FORMATS
+    ) -> None:
         self.target, self.access, self.engine = target, access, engine
+        self.formats = tuple(formats)  # whose loops it compiles before it is ready
         self.name = f"{NAME_PREFIX}-{os.getpid()}-{next(_names)}"
         self.pending: dict[str, Reply] = {}
         self.lock = threading.Lock()
@@ -71,10 +75,15 @@ class WarmPayload:
     # -- start and stop --------------------------------------------------------------------
     @classmethod
     def start(
-        cls, target: Target, access: Access, engine: str = "root", timeout: float = READY_TIMEOUT_S
+        cls,
+        target: Target,
+        access: Access,
+        engine: str = "root",
+        formats: Sequence[str] = FORMATS,
+        timeout: float = READY_TIMEOUT_S,
     ) -> WarmPayload:
         """Start one and wait until it is warm; a one-line error when it cannot start."""
-        warm = cls(target, access, engine)
+        warm = cls(target, access, engine, formats)
         if not warm.ready.done.wait(timeout):
             warm.close()
             raise InstoreError(
@@ -96,7 +105,8 @@ class WarmPayload:
         return {**self.ready.message, "start_s": self.start_s}
 
     def _run(self) -> None:
-        command = launch(self.target, (*WARM_ARGV, self.engine), self.access, name=self.name)
+        argv = (*WARM_ARGV, self.engine, "--formats", *self.formats)
+        command = launch(self.target, argv, self.access, name=self.name)
         try:
             self.proc = subprocess.Popen(
                 [*DIE_WITH_PARENT, *command.argv],
@@ -252,10 +262,11 @@ def _key(target: Target, access: Access, engine: str) -> tuple[Any, ...]:
 
 
 def warm_payload(
-    target: Target, access: Access, engine: str = "root"
+    target: Target, access: Access, engine: str = "root", formats: Sequence[str] = FORMATS
 ) -> tuple[WarmPayload, str | None]:
-    """This worker's warm payload for these binds and this engine, started if needed; with a
-    one-line note when it replaced one that had died."""
+    """This worker's warm payload for these binds and this engine, started if needed (warm for
+    ``formats``, or for those of the one it replaces); with a one-line note when it replaced one
+    that had died."""
     key = _key(target, access, engine)
     with _POOL_LOCK:
         warm = _POOL.get(key)
@@ -267,14 +278,17 @@ def warm_payload(
             note = f"the warm payload (pid {pid}) had stopped ({warm.ended}); started a new one"
             log.warning("%s", note)
             warm.close(timeout=5)
-        warm = _POOL[key] = WarmPayload.start(target, access, engine)
+            formats = warm.formats  # what the sweep asked of the one it replaces
+        warm = _POOL[key] = WarmPayload.start(target, access, engine, formats)
         return warm, note
 
 
-def start(target: Target, access: Access, engines: Sequence[str]) -> list[dict[str, Any]]:
-    """Start this worker's warm payloads, one per engine (a sweep does this before its first
-    point); what each said when it was ready."""
-    return [warm_payload(target, access, engine)[0].info for engine in engines]
+def start(
+    target: Target, access: Access, engines: Sequence[str], formats: Sequence[str] = FORMATS
+) -> list[dict[str, Any]]:
+    """Start this worker's warm payloads, one per engine, warm for the ``formats`` the sweep's
+    points read (a sweep does this before its first point); what each said when it was ready."""
+    return [warm_payload(target, access, engine, formats)[0].info for engine in engines]
 
 
 def stop_all() -> int:

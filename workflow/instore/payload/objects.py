@@ -14,9 +14,8 @@ from typing import Any
 
 from instore.errors import InstoreError
 from instore.payload.maps import page_map
+from instore.vocabulary import RNTUPLE, TTREE
 
-TTREE, RNTUPLE = "ttree", "rntuple"
-FORMATS = (TTREE, RNTUPLE)
 _TTREE_CLASSES = {"TTree", "TNtuple", "TNtupleD"}
 _RNTUPLE_CLASSES = {"ROOT::RNTuple", "ROOT::Experimental::RNTuple"}
 

@@ -15,11 +15,17 @@ import itertools
 import os
 
 from instore.errors import InstoreError
+from instore.vocabulary import PAYLOAD_ENGINES
 
 CLUSTER, IMPLICIT, EXECUTORS = "cluster", "implicit", "executors"
 ROOT_MODES = (CLUSTER, IMPLICIT)
 MT_MODES = (CLUSTER, IMPLICIT, EXECUTORS)
-_ENGINE_MODES = {"root": ROOT_MODES, "uproot": (EXECUTORS,)}
+_ENGINE_MODES = dict(zip(PAYLOAD_ENGINES, (ROOT_MODES, (EXECUTORS,)), strict=True))
+
+
+def modes_of(engine: str) -> tuple[str, ...]:
+    """The threading modes of an engine that reads files, its default first (none: replay)."""
+    return _ENGINE_MODES.get(engine, ())
 
 
 def worker_cores() -> int:

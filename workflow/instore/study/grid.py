@@ -10,7 +10,9 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from instore.access import POSIX, XCACHE
+from instore.payload.threads import modes_of
 from instore.study.config import Study
+from instore.vocabulary import REPLAY_ENGINE
 
 # Axis name in study.yaml -> Point field, for the axes whose names differ.
 _AXIS_FIELD = {"entries": "entry_fraction"}
@@ -114,10 +116,6 @@ KEYED_IF_SET = (
     "cache_state", "rtt_ms", "bandwidth_mbit", "fileset", "trace", "io_scheduler", "filesystem",
     "threads", "mt_mode",
 )  # fmt: skip
-# How a root job uses more than one thread when the grid names no mode: entries split by
-# cluster, as RDataFrame and TTreeProcessorMT do.
-DEFAULT_MT_MODE = "cluster"
-UPROOT_MT_MODE = "executors"  # uproot's decompression and interpretation executors
 
 
 def _set(knob: str, value: Any) -> bool:
@@ -142,6 +140,13 @@ def axis_value(axis: str, value: Any) -> Any:
     return None if axis in ("cache_mb", "fileset") and value == "default" else value
 
 
+def _default_mode_applies(point: Point, modes: tuple[str, ...]) -> bool:
+    """Whether a job of several threads takes its engine's default mode: when the grid names
+    none (root: entries split by cluster, as RDataFrame does), or always when the engine has one
+    (uproot: its executors)."""
+    return bool(modes) and (point.mt_mode is None or len(modes) == 1)
+
+
 def _applicable(point: Point, study: Study) -> Point:
     """The point with knobs that do not apply to it unset: a cache state means nothing to a
     job that does not read through the cache, nor a threading mode to one thread, so such points
@@ -151,14 +156,12 @@ def _applicable(point: Point, study: Study) -> Point:
         point = replace(point, cache_state=None)
     if point.threads == 1 and point.mt_mode is not None:  # one thread has no mode
         point = replace(point, mt_mode=None)
-    elif point.threads > 1 and point.engine == "uproot":  # uproot has one way: its executors
-        point = replace(point, mt_mode=UPROOT_MT_MODE)
-    elif point.threads > 1 and point.mt_mode is None:
-        point = replace(point, mt_mode=DEFAULT_MT_MODE)
+    elif point.threads > 1 and _default_mode_applies(point, modes := modes_of(point.engine)):
+        point = replace(point, mt_mode=modes[0])
     if point.trace is not None:
         spec = study.trace(point.trace)
         fileset = axis_value("fileset", spec.fileset)
-        point = replace(point, engine="replay", fileset=fileset, layout=spec.layout)
+        point = replace(point, engine=REPLAY_ENGINE, fileset=fileset, layout=spec.layout)
     return point
 
 

@@ -17,7 +17,7 @@ from instore import access
 from instore.payload import engine_rntuple
 from instore.rootenv import http_auth_problem
 from instore.study.grid import FORMAT_SECTION, axis_value
-from instore.vocabulary import ENGINES, LAYOUTS, PROTOCOLS, RNTUPLE_LAYOUTS
+from instore.vocabulary import ENGINES, LAYOUTS, PROTOCOLS, REPLAY_ENGINE, RNTUPLE_LAYOUTS
 
 if TYPE_CHECKING:
     from instore.site.config import SiteConfig
@@ -111,4 +111,4 @@ assert tuple(REGISTRY) == ENGINES, "one registry entry per engine of instore.voc
 
 def engine_of(point: Point) -> Engine:
     """The point's engine (a point replaying a trace is the replay's)."""
-    return REGISTRY["replay" if point.trace is not None else point.engine]
+    return REGISTRY[REPLAY_ENGINE if point.trace is not None else point.engine]

@@ -6,7 +6,7 @@ decides the rest as the sweep measures)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from instore.sweep.adaptive import Series, run_of
 from instore.sweep.engines import engine_of
 from instore.sweep.options import SweepOptions
 from instore.sweep.store import RecordStore
+from instore.vocabulary import FORMATS, RNTUPLE, RNTUPLE_LAYOUTS, TTREE
 
 
 def files_for(point: Point, study: Study, dataset: Dataset | None = None) -> list[str]:
@@ -51,6 +52,15 @@ def files_read(point: Point, study: Study, dataset: Dataset | None = None) -> li
     """Every file the point's jobs read: each job's first, and its later passes'."""
     later = [f for files in pass_files_for(point, study, dataset) for f in files]
     return [*files_for(point, study, dataset), *later]
+
+
+def formats_read(points: Iterable[Point], dataset: Dataset | None = None) -> tuple[str, ...]:
+    """The object formats (TTree, RNTuple) the points' jobs read, in the vocabulary's order: a
+    layout's, or every format for a site's own dataset (its files may hold either)."""
+    if dataset is not None:
+        return FORMATS
+    read = {RNTUPLE if p.layout in RNTUPLE_LAYOUTS else TTREE for p in points}
+    return tuple(f for f in FORMATS if f in read)
 
 
 def tree_for(point: Point, study: Study, dataset: Dataset | None = None) -> str:

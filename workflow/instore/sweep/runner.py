@@ -13,16 +13,15 @@ import dataclasses
 import logging
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from distributed import Client
 from tqdm import tqdm
 
-from instore.access import FUSE
-from instore.container import Access, measure_startup, select_runtime, target_for, warm
-from instore.container.runtime import Runtime, Target
+from instore.container import Access, select_runtime, target_for
+from instore.container.runtime import Target
 from instore.record import JobOutcome, PointInfo, SiteInfo, row, utc_now
 from instore.site import LiveSite, SiteConfig, load_site, open_site
 from instore.site.dataset.model import Dataset
@@ -31,14 +30,16 @@ from instore.site.usage import usage_between
 from instore.study import Point
 from instore.sweep.adaptive import Series
 from instore.sweep.cluster import cluster_client, fewest_cores
-from instore.sweep.jobs import Job, access_for, in_container, job_argv, payload_engine, run_job
+from instore.sweep.jobs import Job, job_argv, payload_engine, run_job
 from instore.sweep.noise import NoiseMonitor
+from instore.sweep import payloads
 from instore.sweep.options import SweepOptions, SweepSummary
 from instore.sweep.plan import (
     Plan,
     cluster_skip_reason,
     files_for,
     files_read,
+    formats_read,
     pass_files_for,
     plan,
     tree_for,
@@ -122,19 +123,20 @@ def _sweep(
         clock.lap(f"site {site.name} open")
         with cluster_client(spec) as (client, workers):
             clock.lap(f"{len(workers)} Dask worker(s) up")
-            access = sweep_access(opts, live, target, [p for p, _ in todo], dataset)
+            access = payloads.sweep_access(opts, live, target, [p for p, _ in todo], dataset)
             try:
                 if opts.launch == "fork":
                     # one per engine the points use (the warm-up job uses the first point's):
                     # starting ROOT's (imports, cling, JIT) costs about 20 s here, for nothing
                     # in a sweep of uproot or replay points
                     engines = sorted({payload_engine(p) for p, _ in todo})
-                    _start_warm(client, workers, target, access, engines)
+                    formats = formats_read([p for p, _ in todo], dataset)
+                    payloads.start_warm(client, workers, target, access, engines, formats)
                     clock.lap("warm payloads ready")
                 run = SweepRun(
                     opts=opts, live=live, client=client, workers=workers, target=target,
                     access=access, store=store, summary=summary, site=site_info(live),
-                    startup=_container_startup(opts, target, access), align_s=0.0,
+                    startup=payloads.container_startup(opts, target, access), align_s=0.0,
                     dataset=dataset, series=planned.series, noise=noise,
                     cores=fewest_cores(client, workers),
                 )  # fmt: skip
@@ -146,7 +148,7 @@ def _sweep(
                 clock.lap(f"{summary.measured - before} point(s) measured")
             finally:
                 if opts.launch == "fork":
-                    _stop_warm(client, workers)
+                    payloads.stop_warm(client, workers)
         clock.lap("workers stopped")
     clock.lap(f"site {site.name} closed")
 
@@ -189,53 +191,6 @@ class SweepRun:
 def site_info(live: LiveSite) -> SiteInfo:
     cfg = live.config
     return SiteInfo(cfg.name, cfg.kind, getattr(cfg, "profile", None), live.conditions())
-
-
-def sweep_access(
-    opts: SweepOptions,
-    live: LiveSite,
-    target: Target,
-    points: Sequence[Point],
-    dataset: Dataset | None = None,
-) -> Access:
-    """What the sweep's jobs see, once for all its points: a warm payload's container is
-    started once with it. Every file every point reads is reachable, over its protocol."""
-    urls = {live.url(p.protocol, f) for p in points for f in files_read(p, opts.study, dataset)}
-    fuse = any(p.protocol == FUSE for p in points)
-    return access_for(
-        sorted(urls), live.job_env(), opts.data, opts.scratch, fuse, in_container(target)
-    )
-
-
-def _start_warm(
-    client: Client, workers: list[str], target: Target, access: Access, engines: list[str]
-) -> None:
-    """One warm payload per worker and engine, before the first point: start-up is paid once."""
-    infos = [i for per in client.run(warm.start, target, access, engines, workers=workers).values()
-             for i in per]  # fmt: skip
-    threads = max(int(i.get("threads", 1)) for i in infos)
-    log.info(
-        "warm payloads: %s, %s, %d thread(s) in each parent",
-        target.runtime,
-        " and ".join(engines),
-        threads,
-    )
-    if threads > 1:  # fork keeps only the forking thread; say so rather than hide it
-        log.warning("a warm payload runs %d threads when it forks its jobs", threads)
-
-
-def _stop_warm(client: Client, workers: list[str]) -> None:
-    try:
-        client.run(warm.stop_all, workers=workers)
-    except Exception as err:  # the workers are going anyway; their payloads die with them
-        log.warning("stopping the warm payloads: %s", err)
-
-
-def _container_startup(opts: SweepOptions, target: Target, access: Access) -> float | None:
-    """Container start-up (the median of 3 empty starts), for jobs that each start one."""
-    if target.runtime is Runtime.NONE or opts.launch == "fork":
-        return None
-    return measure_startup(target, access, runs=3).median_s
 
 
 def _measure(run: SweepRun, todo: list[tuple[Point, str]]) -> None:
