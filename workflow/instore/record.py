@@ -29,7 +29,8 @@ from typing import Any
 from instore.urls import is_http
 
 RECORD_VERSION = 1
-_PACKAGES = ("instore", "root", "uproot", "awkward", "numpy", "xrootd")
+XROOTD_PACKAGE = "xrootd"  # the XRootD Python bindings' distribution, whose version is kept
+_PACKAGES = ("instore", "root", "uproot", "awkward", "numpy", XROOTD_PACKAGE)
 # Only these environment variables are recorded; never the whole environment (credentials).
 RECORDED_ENV = (
     "ROOT_TTREECACHE_SIZE",

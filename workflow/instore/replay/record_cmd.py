@@ -45,6 +45,7 @@ from typing import Any, BinaryIO
 
 from instore import __version__
 from instore.errors import InstoreError
+from instore.record import XROOTD_PACKAGE
 from instore.replay.trace import sanitize_line, strip_command, write_trace
 from instore.rootenv import root_version
 
@@ -384,7 +385,7 @@ def record(
             "instore": __version__,
             "root": root_version(),
             "root_wheel": _version("root"),
-            "xrootd": _version("xrootd"),
+            XROOTD_PACKAGE: _version(XROOTD_PACKAGE),
             "host": socket.gethostname(),
             "kernel": f"{platform.system()} {platform.release()}",
             "python": platform.python_version(),

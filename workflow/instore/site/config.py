@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 SITES_DIR = CONFIG_DIR / "sites"
+CACHE_KIND = "xcache"  # a cache's kind: the one the schema allows (site, cache.kind)
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class Disk:
 class Cache:
     """An XCache in front of an emulated site's storage, on the worker side of the link."""
 
-    kind: str = "xcache"
+    kind: str = CACHE_KIND
     disk_mb: int = 512
     blocksize_kb: int = 1024
     prefetch: int = 0
@@ -232,7 +233,7 @@ def _check_consistency(cfg: SiteConfig) -> None:
     if access.XCACHE in cfg.protocols and cfg.emulated and cfg.cache is None:
         raise InstoreError(
             f"{cfg.path}: field protocols: xcache needs a cache",
-            "add cache: {kind: xcache} or remove xcache from protocols",
+            f"add cache: {{kind: {CACHE_KIND}}} or remove xcache from protocols",
         )
     if cfg.dataset is not None and cfg.upload:
         raise InstoreError(

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from instore.site.emulated import roles
+
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -115,7 +117,7 @@ def read_counters(
         link_bytes=link[0],
         link_drops=link[1],
         io_stall_us=io_stall_us(),
-        listen_overflows=listen_overflows((pids or {}).get("xrootd")),
+        listen_overflows=listen_overflows((pids or {}).get(roles.SERVER)),
     )
 
 
@@ -133,7 +135,7 @@ def usage_between(
     out: dict[str, float | None] = {"usage_wall_s": wall}
     total = after.host_total_s - before.host_total_s
     out["host_cpu_busy"] = (after.host_busy_s - before.host_busy_s) / total if total > 0 else None
-    for role in ("xrootd", "xcache", "delay", "xrootdfs"):
+    for role in roles.ROLES:
         if role in before.processes and role in after.processes and wall > 0:
             used = after.processes[role] - before.processes[role]
             out[f"{role}_cpu_share"] = used / wall / cores

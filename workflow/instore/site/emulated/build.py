@@ -9,7 +9,7 @@ from pathlib import Path
 from instore import access
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig
-from instore.site.emulated import blkio, delay, disk, fuse, netns, shaping, xcache, xrootd
+from instore.site.emulated import blkio, delay, disk, fuse, netns, roles, shaping, xcache, xrootd
 from instore.site.emulated.names import XROOTD_PORT, SiteNames
 from instore.site.emulated.state import SiteState
 
@@ -34,7 +34,7 @@ def build(cfg: SiteConfig, names: SiteNames, state: SiteState, files: list[Path]
     start_server(names, state)
     add_latency(cfg.name, cfg.network.rtt_ms, names, state)
     if access.FUSE in cfg.protocols:
-        state.record_pid("xrootdfs", fuse.mount(names).pid)
+        state.record_pid(roles.FUSE_CLIENT, fuse.mount(names).pid)
     if cfg.cache:
         build_cache(cfg, names, state)
 
@@ -58,13 +58,13 @@ def build_cache(cfg: SiteConfig, names: SiteNames, state: SiteState) -> None:
 def start_cache(cfg: SiteConfig, names: SiteNames, state: SiteState) -> None:
     assert cfg.cache
     server = xcache.start(names, cfg.cache)
-    state.record_pid("xcache", server.pid)
+    state.record_pid(roles.CACHE, server.pid)
     xcache.wait_ready(names, server)
 
 
 def start_server(names: SiteNames, state: SiteState) -> None:
     server = xrootd.start(names)
-    state.record_pid("xrootd", server.pid)
+    state.record_pid(roles.SERVER, server.pid)
     xrootd.wait_ready(names, server)
 
 
@@ -77,7 +77,7 @@ def add_latency(site: str, target: float | None, names: SiteNames, state: SiteSt
         return
     proc, bare, hold, achieved = delay.tune(names, target, XROOTD_PORT)
     if proc:
-        state.record_pid("delay", proc.pid)
+        state.record_pid(roles.DELAYER, proc.pid)
     state.data.update(rtt_ms_bare=bare, delay_hold_ms=hold)
     state.record("rtt_ms_measured", achieved)
     if abs(achieved - target) > RTT_TOLERANCE * target:
@@ -92,9 +92,9 @@ def retune(site: str, names: SiteNames, state: SiteState, target: float | None) 
     """A new RTT between points: stop the delayer and its queue rule (else traffic would
     stall), measure the bare link again and tune a new delayer to the target."""
     pids = state.pids()
-    if "delay" in pids:
-        delay.stop(pids["delay"])
-        state.data["pids"].pop("delay")
+    if roles.DELAYER in pids:
+        delay.stop(pids[roles.DELAYER])
+        state.data["pids"].pop(roles.DELAYER)
         state.data.pop("delay_hold_ms", None)
     delay.remove_rule(names)
     add_latency(site, target, names, state)

@@ -13,7 +13,7 @@ import signal
 import time
 
 from instore.errors import InstoreError
-from instore.site.emulated import delay, netns
+from instore.site.emulated import delay, netns, roles
 from instore.site.emulated.live import EmulatedLive
 from instore.site.emulated.system import running
 
@@ -29,8 +29,9 @@ def _pid(live: EmulatedLive, role: str, expect: str, fix: str) -> int:
 
 def kill_server(live: EmulatedLive) -> int:
     """SIGKILL the storage server (no clean shutdown, as in a crash). Returns its PID."""
-    pid = _pid(live, "xrootd", "xrootd", f"bring the site up again: `instore site down "
-               f"{live.config.name}` then `instore site up {live.config.name}`")  # fmt: skip
+    fix = (f"bring the site up again: `instore site down {live.config.name}` then "
+           f"`instore site up {live.config.name}`")  # fmt: skip
+    pid = _pid(live, roles.SERVER, roles.XROOTD_PROGRAM, fix)
     os.kill(pid, signal.SIGKILL)
     return pid
 
@@ -48,7 +49,7 @@ def link_down(live: EmulatedLive, seconds: float) -> None:
 def stall(live: EmulatedLive, seconds: float) -> None:
     """Freeze the latency delayer for ``seconds``: every packet to the storage waits (the
     queue has no bypass), so each request in flight sees a latency spike of that length."""
-    pid = _pid(live, "delay", delay.MODULE, "stall needs a site with a latency delayer "
+    pid = _pid(live, roles.DELAYER, delay.MODULE, "stall needs a site with a latency delayer "
                "(network.rtt_ms above the bare link's RTT); use link-down instead")  # fmt: skip
     os.kill(pid, signal.SIGSTOP)
     try:

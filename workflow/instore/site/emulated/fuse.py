@@ -7,6 +7,7 @@ from pathlib import Path
 
 from instore.errors import InstoreError
 from instore.site.emulated.names import XROOTD_PORT, SiteNames
+from instore.site.emulated.roles import XROOTDFS_PROGRAM
 from instore.site.emulated.system import cmdline, run, stop_pid, wait_for
 from instore.urls import XROOTD, url_for
 
@@ -23,7 +24,7 @@ def mount(names: SiteNames) -> subprocess.Popen[bytes]:
     rdr = "rdr=" + url_for(XROOTD, names.storage_ip, XROOTD_PORT, f"/{names.data_dir.name}/")
     with (names.workdir / "xrootdfs.log").open("ab") as log:
         proc = subprocess.Popen(
-            ["xrootdfs", str(names.fuse_mount), "-f", "-o", rdr],
+            [XROOTDFS_PROGRAM, str(names.fuse_mount), "-f", "-o", rdr],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
         )  # fmt: skip
 
@@ -46,7 +47,7 @@ def unmount(names: SiteNames, pid: int | None) -> None:
         run(["umount", "-l", str(names.fuse_mount)], check=False)
     for candidate in [pid, *_daemons_for(names.fuse_mount)]:
         if candidate:
-            stop_pid(candidate, "xrootdfs")
+            stop_pid(candidate, XROOTDFS_PROGRAM)
 
 
 def _daemons_for(mountpoint: Path) -> list[int]:
@@ -55,6 +56,6 @@ def _daemons_for(mountpoint: Path) -> list[int]:
     for proc_dir in Path("/proc").iterdir():
         if proc_dir.name.isdigit():
             line = cmdline(int(proc_dir.name))
-            if line.startswith("xrootdfs") and str(mountpoint) in line:
+            if line.startswith(XROOTDFS_PROGRAM) and str(mountpoint) in line:
                 found.append(int(proc_dir.name))
     return found

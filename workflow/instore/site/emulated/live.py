@@ -10,7 +10,7 @@ from typing import Any
 from instore import access
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig
-from instore.site.emulated import delay, disk, netns, xcache
+from instore.site.emulated import delay, disk, netns, roles, xcache
 from instore.site.emulated.build import retune, shape, start_cache, start_server
 from instore.site.emulated.names import HTTP_PORT, XROOTD_PORT
 from instore.site.emulated.state import SiteState
@@ -113,7 +113,7 @@ class EmulatedLive(LiveSite):
         """cold: restart the XCache with its disk emptied (memory goes with the process);
         warm: read each file whole through it, so it holds them all."""
         if cache_state == "cold":
-            stop_pid(self.state.pids().get("xcache", 0), xcache.CONFIG)
+            stop_pid(self.state.pids().get(roles.CACHE, 0), xcache.CONFIG)
             xcache.purge(self.names)
             start_cache(self.config, self.names, self.state)
         elif cache_state == "warm":
@@ -155,16 +155,17 @@ class EmulatedLive(LiveSite):
             netns.set_link(names.veth_worker, up=True)
             repaired.append(f"link {names.veth_worker} was down: brought it up")
         pids = self.state.pids()
-        if not running(pids.get("xrootd", 0), "xrootd"):
-            reap(pids.get("xrootd", 0))
+        if not running(pids.get(roles.SERVER, 0), roles.XROOTD_PROGRAM):
+            reap(pids.get(roles.SERVER, 0))
             start_server(names, self.state)
             repaired.append("xrootd had exited: restarted it")
-        if "delay" in pids and not running(pids["delay"], delay.MODULE):
-            reap(pids["delay"])
-            self.state.record_pid("delay", delay.start(names, self.state.data["delay_hold_ms"]).pid)
+        if roles.DELAYER in pids and not running(pids[roles.DELAYER], delay.MODULE):
+            reap(pids[roles.DELAYER])
+            restarted = delay.start(names, self.state.data["delay_hold_ms"])
+            self.state.record_pid(roles.DELAYER, restarted.pid)
             repaired.append("the latency delayer had exited: restarted it")
-        if self.config.cache and not running(pids.get("xcache", 0), xcache.CONFIG):
-            reap(pids.get("xcache", 0))
+        if self.config.cache and not running(pids.get(roles.CACHE, 0), xcache.CONFIG):
+            reap(pids.get(roles.CACHE, 0))
             start_cache(self.config, names, self.state)
             repaired.append("the XCache had exited: restarted it")
         return repaired

@@ -7,6 +7,9 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from instore import access
+from instore.site.emulated import roles
+
 PREFIX = "instore-"
 STATE_DIR = Path("/run/instore/sites")
 WORK_ROOT = Path("/var/tmp")
@@ -72,11 +75,11 @@ class SiteNames:
 
     @property
     def fuse_mount(self) -> Path:
-        return self.workdir / "fuse"
+        return self.workdir / access.FUSE  # where protocol fuse reads
 
     @property
     def xrootd_dir(self) -> Path:
-        return self.workdir / "xrootd"
+        return self.workdir / roles.SERVER
 
     @property
     def cache_image(self) -> Path:
@@ -90,7 +93,7 @@ class SiteNames:
     @property
     def xcache_dir(self) -> Path:
         """The cache server's config, log, admin and pid files (on the host, not its disk)."""
-        return self.workdir / "xcache"
+        return self.workdir / roles.CACHE
 
     @property
     def xcache_port(self) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig, load_site
-from instore.site.emulated import blkio, delay, disk, fuse, netns, xcache
+from instore.site.emulated import blkio, delay, disk, fuse, netns, roles, xcache
 from instore.site.emulated.build import build
 from instore.site.emulated.live import EmulatedLive
 from instore.site.emulated.names import PREFIX, WORK_ROOT, SiteNames
@@ -91,8 +91,12 @@ def teardown(names: SiteNames) -> list[str]:
     (empty when clean). Safe to call repeatedly and on a half-built site."""
     state = SiteState.load(names)
     pids = state.pids() if state else {}
-    fuse.unmount(names, pids.get("xrootdfs"))
-    for role, expect in (("delay", delay.MODULE), ("xrootd", "xrootd"), ("xcache", xcache.CONFIG)):
+    fuse.unmount(names, pids.get(roles.FUSE_CLIENT))
+    for role, expect in (
+        (roles.DELAYER, delay.MODULE),
+        (roles.SERVER, roles.XROOTD_PROGRAM),
+        (roles.CACHE, xcache.CONFIG),
+    ):
         if role in pids:
             stop_pid(pids[role], expect)
     for pid in xcache.pids(names):  # the cache runs outside the namespace: found by name

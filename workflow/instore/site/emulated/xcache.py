@@ -17,10 +17,10 @@ from pathlib import Path
 
 from instore.errors import InstoreError
 from instore.site.config import Cache
+from instore.site.emulated import roles
 from instore.site.emulated.names import PREFIX, WORK_ROOT, XROOTD_PORT, SiteNames
 from instore.site.emulated.system import run, stop_pid, wait_for
 
-USER = "xrootd"
 CONFIG = "xcache.cfg"
 
 
@@ -68,7 +68,7 @@ def mount_disk(names: SiteNames, dev: str) -> None:
 
 
 def _own(path: Path) -> None:
-    user = pwd.getpwnam(USER)
+    user = pwd.getpwnam(roles.XROOTD_USER)
     path.mkdir(parents=True, exist_ok=True)
     os.chown(path, user.pw_uid, user.pw_gid)
 
@@ -79,7 +79,8 @@ def start(names: SiteNames, cache: Cache) -> subprocess.Popen[bytes]:
         _own(path)
     cfg = names.xcache_dir / CONFIG
     cfg.write_text(config_text(names, cache))
-    cmd = ["xrootd", "-R", USER, "-c", str(cfg), "-l", str(names.xcache_dir / "xcache.log"),
+    log = names.xcache_dir / "xcache.log"
+    cmd = [roles.XROOTD_PROGRAM, "-R", roles.XROOTD_USER, "-c", str(cfg), "-l", str(log),
            "-n", f"{names.netns}-xcache"]  # fmt: skip
     return subprocess.Popen(
         cmd,
@@ -132,7 +133,7 @@ def pids(names: SiteNames | None = None) -> list[int]:
         text = [a.decode(errors="replace") for a in argv]
         if (
             text
-            and Path(text[0]).name == "xrootd"
+            and Path(text[0]).name == roles.XROOTD_PROGRAM
             and any(a.startswith(marker) and a.endswith(CONFIG) for a in text)
         ):
             found.append(int(proc.name))

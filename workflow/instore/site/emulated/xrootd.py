@@ -10,11 +10,10 @@ import socket
 import subprocess
 
 from instore.errors import InstoreError
-from instore.site.emulated import blkio
+from instore.site.emulated import blkio, roles
 from instore.site.emulated.names import HTTP_PORT, XROOTD_PORT, SiteNames
 from instore.site.emulated.system import in_netns, stop_pid, wait_for
 
-USER = "xrootd"
 CLONE_NEWUTS = 0x04000000
 
 
@@ -34,7 +33,7 @@ def config_text(names: SiteNames) -> str:
 
 def _prepare_dirs(names: SiteNames) -> None:
     """xrootd drops to its own user before it writes its admin files and log."""
-    user = pwd.getpwnam(USER)
+    user = pwd.getpwnam(roles.XROOTD_USER)
     for path in (names.xrootd_dir, names.xrootd_dir / "admin", names.xrootd_dir / "run"):
         path.mkdir(parents=True, exist_ok=True)
         # chown, not chmod 777: only the server user may write there.
@@ -59,7 +58,8 @@ def start(names: SiteNames) -> subprocess.Popen[bytes]:
     names.data_dir.mkdir(mode=0o755, exist_ok=True)
     cfg = names.xrootd_dir / "xrootd.cfg"
     cfg.write_text(config_text(names))
-    cmd = ["xrootd", "-R", USER, "-c", str(cfg), "-l", str(names.xrootd_dir / "xrootd.log"),
+    log = names.xrootd_dir / "xrootd.log"
+    cmd = [roles.XROOTD_PROGRAM, "-R", roles.XROOTD_USER, "-c", str(cfg), "-l", str(log),
            "-n", names.netns]  # fmt: skip
     return subprocess.Popen(
         in_netns(names.netns, cmd),
@@ -94,4 +94,4 @@ def wait_ready(names: SiteNames, proc: subprocess.Popen[bytes], timeout_s: float
 
 
 def stop(pid: int) -> None:
-    stop_pid(pid, "xrootd")
+    stop_pid(pid, roles.XROOTD_PROGRAM)
