@@ -28,11 +28,11 @@ from instore.site.dataset.model import Dataset
 from instore.site.real import site_dataset
 from instore.site.usage import usage_between
 from instore.study import Point
+from instore.sweep import payloads
 from instore.sweep.adaptive import Series
 from instore.sweep.cluster import cluster_client, fewest_cores
 from instore.sweep.jobs import Job, job_argv, payload_engine, run_job
 from instore.sweep.noise import NoiseMonitor
-from instore.sweep import payloads
 from instore.sweep.options import SweepOptions, SweepSummary
 from instore.sweep.plan import (
     Plan,
