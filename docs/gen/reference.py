@@ -227,7 +227,29 @@ that table's fields.
         + "profile=quick`. From `workflow/schemas/config.schema.json`.\n\n"
         + options.table(options.schema)
     )
-    return study + run
+    return study + run + sections_part()
+
+
+def sections_part() -> str:
+    """Each section's page, from the section registry (instore.summary.sections)."""
+    from instore.summary.sections import REGISTRY
+    from mdtable import table
+
+    rows = []
+    for section in REGISTRY.values():
+        figures = ", ".join(f"`{f}`" for f in section.figures) or "none"
+        advice = f"yes (overview rank {section.advice_rank})" if section.advice else "none"
+        statistics = "; ".join(section.statistics.columns.values())
+        rows.append([f"`{section.name}`", section.title, statistics, figures, advice])
+    return (
+        "\n## Sections\n\n"
+        "What each section's page shows, from the section registry "
+        "(`workflow/instore/summary/sections.py`): its title, the statistics its table gives per "
+        "point (a figure measured more than once as its median with the 95% bootstrap interval "
+        "and the number of measurements it rests on), its figures and whether the overview "
+        "draws a recommendation from it.\n\n"
+        + table(["section", "title", "per-point statistics", "figures", "recommendation"], rows)
+    )
 
 
 def site_page() -> str:

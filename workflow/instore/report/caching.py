@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from instore.report import intervals, show
+from instore.report import show
 from instore.report.plots import interval_lines, panels
-from instore.report.sections import _has
+from instore.report.sections import _has, statistics_table
 from instore.report.view import SiteView
 
 SECTION = "caching"
@@ -68,10 +68,5 @@ def caching_table(view: SiteView) -> None:
     if not _has(view, SECTION):
         return
     pts = _caching_points(view).sort_values(["reads", "method", "rtt_ms"])
-    cols = {"reads": "reads", "method": "method", "rtt_ms": "RTT (ms)",
-            "rtt_ms_measured_median": "RTT measured (ms, median)", "wall_s_median": "wall time (s)",
-            "cpu_efficiency_median": "CPU efficiency",
-            "bytes_read_median": "bytes read per job (median)",
-            "link_bytes_read_median": "bytes over the link (median)", "jobs_ok": "jobs"}  # fmt: skip
-    table = intervals.table(pts, cols, ("cpu_efficiency_median",))
+    table = statistics_table(pts, SECTION)
     show.table(table, "Access methods across RTTs (median per point, 95% interval)")

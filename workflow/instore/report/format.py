@@ -13,9 +13,9 @@ from typing import Any
 
 import pandas as pd
 
-from instore.report import intervals, show
+from instore.report import show
 from instore.report.plots import LIMIT_STYLE, interval_bars, panels
-from instore.report.sections import _has
+from instore.report.sections import _has, statistics_table
 from instore.report.view import SiteView
 from instore.summary.interval import ratio_interval
 from instore.summary.recommend import format_name
@@ -191,13 +191,7 @@ def format_table(view: SiteView) -> None:
     if not _has(view, SECTION):
         return
     pts = labelled(view.points(SECTION)).sort_values(["protocol", "engine", "format"])
-    cols = {"format": "format", "layout": "layout", "cache_state": "cache", "protocol": "protocol",
-            "engine": "engine", "wall_s_median": "wall time (s)", "mb_per_s_median": "MB/s",
-            "cpu_efficiency_median": "CPU efficiency",
-            "mb_per_s_of_limit": "MB/s, share of calibrated",
-            "read_calls_median": "read calls (median)", "bytes_read_median": "bytes read (median)",
-            "jobs_ok": "jobs", "jobs_failed": "failed"}  # fmt: skip
-    table = intervals.table(pts, cols, ("cpu_efficiency_median", "mb_per_s_of_limit"))
+    table = statistics_table(pts, SECTION)
     show.table(table, "Per point: medians with their 95% intervals (cache: TTreeCache for TTree, "
                "cluster cache for RNTuple)", "format_table")  # fmt: skip
 

@@ -26,7 +26,7 @@ import pandas as pd
 
 from instore.report import intervals, show
 from instore.report.plots import interval_lines, medians_and_errors, panels
-from instore.report.sections import _has
+from instore.report.sections import _has, statistics_table
 from instore.report.view import SiteView
 from instore.study.grid import KNOBS
 
@@ -287,32 +287,24 @@ def load_saturation(view: SiteView, section: str = "load") -> None:
                 "95% interval over them (none for a point run once).")  # fmt: skip
 
 
-# The load table's columns in words; a column a section does not fill (traces without events,
-# no fixed-time point, records without the counter) is left out.
+# The setup's words (a disk knob only where a point set it); the per-point statistics are the
+# section registry's (``instore.summary.sections``), each resource's use of its limit this page's.
 SETUP_WORDS = {"trace": "trace", "protocol": "protocol", "io_scheduler": "I/O scheduler",
                "filesystem": "file system"}  # fmt: skip
-FIGURES = {"clients": "clients", "repetitions": "repetitions",
-           "aggregate_mb_per_s": "MB/s, all clients",
-           "aggregate_events_per_s": "events/s, all clients", "fixed_time_s": "fixed time (s)",
-           "events_in_fixed_time": "events in the fixed time, all clients",
-           "cpu_efficiency_median": "predicted CPU efficiency (median client)",
-           "cpu_efficiency_worst": "predicted CPU efficiency (worst client)",
-           "read_p50_ms": "read latency p50 (ms, median client)",
-           "read_p95_ms": "read latency p95 (ms, median client)",
-           "read_p99_ms": "read latency p99 (ms, worst client)",
-           "open_p50_ms": "open time p50 (ms)", "open_p95_ms": "open time p95 (ms)",
-           "failed": "failed clients"}  # fmt: skip
 USE = {"clients": "clients", **{f"use: {r}": f"{r}, share of its limit" for r in RESOURCES},
        "saturated": "nearest its limit", "accept_queue_overflows": "server's accept queue full (times)"}  # fmt: skip
-OPTIONAL = ("aggregate_events_per_s", "fixed_time_s", "events_in_fixed_time",
-            "accept_queue_overflows", *(f"use: {r}" for r in RESOURCES))  # fmt: skip
+USE_OPTIONAL = ("accept_queue_overflows", *(f"use: {r}" for r in RESOURCES))
+USE_PERCENT = tuple(f"use: {r}" for r in RESOURCES)
 
 
-def _words(table: pd.DataFrame, columns: dict[str, str]) -> dict[str, str]:
-    """The setup's words (a disk knob only where a point set it) and ``columns``' filled."""
-    setup = {k: v for k, v in SETUP_WORDS.items() if (table[k] != SITES_OWN).any()}
-    shown = {k: v for k, v in columns.items() if k not in OPTIONAL or table[k].notna().any()}
-    return {**setup, **shown}
+def _setup(table: pd.DataFrame) -> dict[str, str]:
+    return {k: v for k, v in SETUP_WORDS.items() if (table[k] != SITES_OWN).any()}
+
+
+def _use(table: pd.DataFrame) -> dict[str, str]:
+    """The setup and each resource's use, a counter only where some point has it."""
+    shown = {k: v for k, v in USE.items() if k not in USE_OPTIONAL or table[k].notna().any()}
+    return {**_setup(table), **shown}
 
 
 def load_table(view: SiteView, section: str = "load") -> None:
@@ -320,13 +312,12 @@ def load_table(view: SiteView, section: str = "load") -> None:
         return
     table = _section_points(view, section)
     cap = capacity(table)
-    cap = cap[[*_words(cap, {}), *cap.columns[len(SETUP) :]]]
+    cap = cap[[*_setup(cap), *cap.columns[len(SETUP) :]]]
     show.table(cap.rename(columns=SETUP_WORDS), "How many such jobs the site serves at 80% CPU "
                "efficiency (median client)", f"{section}_capacity")  # fmt: skip
-    percent = ("cpu_efficiency_median", "cpu_efficiency_worst", *(f"use: {r}" for r in RESOURCES))
-    show.table(intervals.table(table, _words(table, FIGURES), percent), "Per point: clients, "
+    show.table(statistics_table(table, section, before=_setup(table)), "Per point: clients, "
                "throughput (MB/s, events/s; in fixed-time mode HEPiX's events processed by all "
                "clients in that time), efficiency, latencies and failures; median with its 95% "
                "interval", f"{section}_table")  # fmt: skip
-    show.table(intervals.table(table, _words(table, USE), percent), "Per point: each resource's "
+    show.table(intervals.table(table, _use(table), USE_PERCENT), "Per point: each resource's "
                "use of its limit and the one nearest it (median of the runs, 95% interval)")  # fmt: skip

@@ -16,7 +16,7 @@ import pandas as pd
 
 from instore.report import intervals, show
 from instore.report.plots import medians_and_errors, panel_per
-from instore.report.sections import _has
+from instore.report.sections import _has, statistics_table
 from instore.report.view import SiteView
 
 SECTION = "replay"
@@ -87,14 +87,5 @@ def replay_efficiency(view: SiteView) -> None:
 def replay_table(view: SiteView) -> None:
     if not _has(view, SECTION):
         return
-    cols = {"trace": "trace", "protocol": "protocol", "cache_state": "XCache",
-            "wall_s": "wall time here (s)", "recorded_wall_s": "wall time recorded (s)",
-            "cpu_s": "CPU time recorded (s)",
-            "predicted_cpu_efficiency": "predicted CPU efficiency here",
-            "recorded_cpu_efficiency": "CPU efficiency recorded", "mb_read": "MB read (median)",
-            "read_calls": "read calls (median)",
-            "read_latency_p50_ms": "read latency p50 (ms, median replay)",
-            "read_latency_p95_ms": "read latency p95 (ms, median replay)", "replays": "replays"}  # fmt: skip
-    table = intervals.table(medians(view.rows(SECTION)), cols,
-                            ("predicted_cpu_efficiency", "recorded_cpu_efficiency"))  # fmt: skip
+    table = statistics_table(medians(view.rows(SECTION)), SECTION)
     show.table(table, "Replays per trace and protocol (median, 95% interval)", "replay_table")

@@ -20,7 +20,7 @@ import pandas as pd
 
 from instore.report import intervals, show
 from instore.report.plots import medians_and_errors, panel_per
-from instore.report.sections import _has
+from instore.report.sections import _has, statistics_table
 from instore.report.view import SiteView
 from instore.summary.interval import ONE_MEASUREMENT, basis, ratio_interval
 from instore.summary.stats import cache_label
@@ -124,8 +124,5 @@ def scale_table(view: SiteView) -> None:
     ratios = [name for name, *_ in EFFECTS]
     show.table(intervals.table(effects(rows), cols, ratios=ratios), "Effects per file size: "
                "ratios of median wall times, the slower setup's over the faster's", "scale_table")  # fmt: skip
-    cols = {**SETUP_WORDS, "layout": "layout", "cache": "cache", "wall_s": "wall time (s)",
-            "file_mb": "file size (MB)", "disk_amplification": "disk bytes / needed (median)",
-            "read_calls": "read calls (median)"}  # fmt: skip
-    show.table(intervals.table(medians(rows), cols), "Per setup, layout and cache: medians with "
-               "their 95% intervals", "scale_points")  # fmt: skip
+    show.table(statistics_table(medians(rows), SECTION, before=SETUP_WORDS), "Per setup, layout "
+               "and cache: medians with their 95% intervals", "scale_points")  # fmt: skip

@@ -16,7 +16,7 @@ from instore.report import intervals, show
 from instore.report.conditions import conditions_html
 from instore.report.plots import interval_bars, interval_lines, iqr, limit_line, panels
 from instore.report.view import SiteView
-from instore.summary.sections import REGISTRY, title
+from instore.summary.sections import REGISTRY, statistics, title
 
 
 def _has(view: SiteView, section: str) -> bool:
@@ -48,14 +48,26 @@ def _cache_order(rows: pd.DataFrame) -> list[str]:
     return list(size.index)
 
 
-def points_table(
-    view: SiteView, section: str, columns: dict[str, str], percent: tuple[str, ...] = ()
-) -> None:
+def statistics_table(
+    points: pd.DataFrame,
+    section: str,
+    *,
+    leave_out: tuple[str, ...] = (),
+    before: dict[str, str] | None = None,
+) -> pd.DataFrame:
+    """``points`` under the statistics the registry gives the section (``before``: the page's
+    own setup columns first; ``leave_out``: columns that say nothing here)."""
+    stats = statistics(section)
+    columns = {**(before or {}), **stats.shown(points, leave_out)}
+    return intervals.table(points, columns, stats.percent)
+
+
+def points_table(view: SiteView, section: str) -> None:
     """The section's per-point medians (with their intervals) under words."""
     if not _has(view, section):
         return
-    table = intervals.table(view.points(section), columns, percent)
-    show.table(table, "Per point: medians with their 95% intervals")
+    show.table(statistics_table(view.points(section), section),
+               "Per point: medians with their 95% intervals")  # fmt: skip
 
 
 def header(view: SiteView, section: str) -> None:
@@ -131,11 +143,7 @@ def _hue(points: pd.DataFrame, hue: str, *more: str) -> pd.DataFrame:
 
 
 def layout_table(view: SiteView) -> None:
-    cols = {"layout": "layout", "cache": "cache", "protocol": "protocol",
-            "wall_s_median": "wall time (s)", "cpu_efficiency_median": "CPU efficiency",
-            "read_calls_median": "read calls (median)", "jobs_ok": "jobs",
-            "jobs_failed": "failed"}  # fmt: skip
-    points_table(view, "layout", cols, ("cpu_efficiency_median",))
+    points_table(view, "layout")
 
 
 # --- cache --------------------------------------------------------------------------------
@@ -169,12 +177,7 @@ def cache_reads(view: SiteView) -> None:
 
 
 def cache_table(view: SiteView) -> None:
-    cols = {"layout": "layout", "protocol": "protocol", "cache": "cache",
-            "cache_bytes_effective_median": "cache bytes (median)",
-            "read_calls_median": "read calls (median)", "bytes_read_median": "bytes read (median)",
-            "wall_s_median": "wall time (s)", "cpu_efficiency_median": "CPU efficiency",
-            "read_rate_of_limit": "read rate, share of calibrated IOPS"}  # fmt: skip
-    points_table(view, "cache", cols, ("cpu_efficiency_median", "read_rate_of_limit"))
+    points_table(view, "cache")
 
 
 # --- protocols ----------------------------------------------------------------------------
@@ -185,13 +188,8 @@ def protocol_table(view: SiteView) -> None:
     if not _has(view, "protocols"):
         return
     pts = view.points("protocols").sort_values(["protocol", "engine"])
-    cols = {"protocol": "protocol", "engine": "engine", "layout": "layout",
-            "cpu_efficiency_median": "CPU efficiency", "mb_per_s_median": "MB/s",
-            "mb_per_s_of_limit": "MB/s, share of calibrated", "jobs_ok": "jobs",
-            "jobs_failed": "failed"}  # fmt: skip
-    if pts["layout"].nunique() == 1:
-        del cols["layout"]
-    table = intervals.table(pts, cols, ("cpu_efficiency_median", "mb_per_s_of_limit"))
+    one_layout = ("layout",) if pts["layout"].nunique() == 1 else ()
+    table = statistics_table(pts, "protocols", leave_out=one_layout)
     show.table(table, "CPU efficiency and throughput per protocol and engine (median per point, "
                "95% interval)", "protocol_table")  # fmt: skip
 
@@ -244,13 +242,7 @@ def readahead(view: SiteView) -> None:
 
 
 def readahead_table(view: SiteView) -> None:
-    cols = {"branches": "branches", "readahead_kb": "readahead (KB)",
-            "block_readahead_kb": "block readahead (KB)", "mb_per_s_median": "MB/s",
-            "mb_per_s_of_limit": "MB/s, share of calibrated", "wall_s_median": "wall time (s)",
-            "bytes_wasted_median": "bytes read, not needed (median)",
-            "read_amplification_median": "client bytes / needed (median)",
-            "disk_amplification_median": "disk bytes / needed (median)"}  # fmt: skip
-    points_table(view, "readahead", cols, ("mb_per_s_of_limit",))
+    points_table(view, "readahead")
 
 
 # --- jobfill ------------------------------------------------------------------------------
@@ -260,15 +252,7 @@ def jobfill_table(view: SiteView) -> None:
     """Per-job CPU efficiency and aggregate event rate per fill (the seeds' 1/2/8 jobs table)."""
     if not _has(view, "jobfill"):
         return
-    pts = _with_cores(view.points("jobfill"))
-    cols = {"fill": "jobs per node", "threads": "threads per job", "mt_mode": "threads used by",
-            "cores": "cores asked (jobs x threads)", "cpu_us": "CPU per event (us)", "cache": "cache",
-            "layout": "layout", "protocol": "protocol", "fixed_time_s": "fixed time (s)",
-            "cpu_efficiency_median": "CPU efficiency per job",
-            "event_rate_hz_median": "events/s per job",
-            "event_rate_of_limit": "events/s per job, share of calibrated",
-            "aggregate_event_rate_hz": "events/s, all jobs", "wall_s_median": "wall time (s)"}  # fmt: skip
-    table = intervals.table(pts, cols, ("cpu_efficiency_median", "event_rate_of_limit"))
+    table = statistics_table(_with_cores(view.points("jobfill")), "jobfill")
     show.table(table, "Jobs per node: efficiency per job, aggregate event rate (all jobs' events "
                "over the longest job, one value per repetition)", "jobfill_table")  # fmt: skip
 
