@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from instore.errors import InstoreError
 from instore.site.emulated import netns as ns
@@ -31,6 +32,8 @@ QUEUE = 0
 # Any hold at all costs a timed wake-up (~0.15 ms here); below this the tuner stops trying.
 MIN_HOLD_MS = 0.001
 MODULE = "instore.site.emulated.delay"
+BOUND = "delayer bound to queue"  # said once the queue has a reader: packets are held, not lost
+START_TIMEOUT_S = 10.0
 
 
 def serve(queue_num: int, hold_s: float) -> None:
@@ -47,6 +50,7 @@ def serve(queue_num: int, hold_s: float) -> None:
     nfq.bind(queue_num, lambda pkt: pending.append((time.monotonic() + hold_s, pkt)),
              max_len=8192, mode=COPY_META)  # fmt: skip
     fd = nfq.get_fd()
+    print(f"{BOUND} {queue_num}", flush=True)  # start() waits for this line
     try:
         while True:
             now = time.monotonic()
@@ -110,16 +114,34 @@ def start(names: SiteNames, hold_ms: float) -> subprocess.Popen[bytes]:
     """Start the delayer in the namespace, detached from our session so it outlives `site up`."""
     cmd = [sys.executable, "-m", MODULE, "--queue", str(QUEUE), "--hold-ms", f"{hold_ms:.4f}",
            "--site", names.site]  # fmt: skip
-    with (names.workdir / "delay.log").open("ab") as log:
+    path = names.workdir / "delay.log"
+    with path.open("ab") as log:
+        offset = log.tell()
         proc = subprocess.Popen(in_netns(names.netns, cmd), stdout=log, stderr=log,
                                 stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-    time.sleep(0.2)
-    if proc.poll() is not None:
-        raise InstoreError(
-            f"the latency delayer for {names.site} exited at start (status {proc.returncode})",
-            f"see {names.workdir / 'delay.log'}; is NetfilterQueue installed in the venv?",
-        )
+    _wait_bound(names.site, proc, path, offset)
     return proc
+
+
+def _wait_bound(site: str, proc: subprocess.Popen[bytes], log: Path, offset: int) -> None:
+    """Until the delayer reads its queue: a packet queued before that is dropped (no
+    --queue-bypass), and a dropped SYN costs TCP a second before it tries again."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        with log.open("rb") as f:
+            f.seek(offset)
+            if BOUND.encode() in f.read():
+                return
+        if proc.poll() is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    stop_pid(proc.pid, MODULE)
+    why = f"exited at start (status {proc.returncode})" if proc.poll() is not None else (
+        f"did not bind its queue within {START_TIMEOUT_S:.0f} s")  # fmt: skip
+    raise InstoreError(
+        f"the latency delayer for {site} {why}",
+        f"see {log}; is NetfilterQueue installed in the venv?",
+    )
 
 
 def stop(pid: int) -> None:
