@@ -136,7 +136,7 @@ def _drift(results: Path, site: str) -> dict[str, Any]:
 
     summary = drift_summary(results, site)
     flagged = int(summary.flagged["point"].nunique()) if len(summary.flagged) else 0
-    return {"max_cpu_drift": _known(summary.max_drift),
+    return {"max_cpu_drift": _known(summary.max_cpu_drift),
             "max_read_drift": _known(summary.max_read_drift),
             "flagged_points": flagged, "probes": summary.probes}  # fmt: skip
 

@@ -49,13 +49,13 @@ class DriftSummary(NamedTuple):
     """The study's largest CPU drift (a fraction; NaN: no probes), the local read's, and the
     points flagged on the CPU drift."""
 
-    max_drift: float  # the CPU unit's, over probes and records
+    max_cpu_drift: float  # the CPU unit's, over probes and records
     flagged: pd.DataFrame  # FLAGGED_COLUMNS, one row per flagged measurement of a point
     probes: int  # probes taken by the sweeps behind the study's records
     max_read_drift: float = math.nan  # the local read's: follows the study's own writes
 
     def text(self) -> str:
-        if math.isnan(self.max_drift):
+        if math.isnan(self.max_cpu_drift):
             return "No machine-noise probes were recorded for this site (records from before them)."
         n = self.flagged["point"].nunique() if len(self.flagged) else 0
         read = (
@@ -65,7 +65,7 @@ class DriftSummary(NamedTuple):
             "the study's own writes, so it is shown for information and flags nothing."
         )
         return (
-            f"The machine's CPU drifted at most {self.max_drift:.1%} from each sweep's start "
+            f"The machine's CPU drifted at most {self.max_cpu_drift:.1%} from each sweep's start "
             f"({self.probes} probe(s) of a fixed CPU loop); "
             f"{n} point(s) were measured while it had drifted more than {DRIFT_LIMIT:.0%}"
             + (" (below)." if n else ".")
