@@ -249,7 +249,8 @@ def test_a_rerun_keeps_what_exists_and_continues_a_wide_point(tmp_path: Path) ->
 
 
 def test_each_record_keeps_the_last_machine_probe_before_its_point(tmp_path: Path) -> None:
-    figures = iter([(0.010, 0.02)] * 3 + [(0.0108, 0.02), (0.010, 0.02)])
+    # the probe at 8% is taken again (11%) and the nearer kept
+    figures = iter([(0.010, 0.02)] * 3 + [(0.0108, 0.02), (0.0111, 0.02), (0.010, 0.02)])
     clock = iter([0.0, 10.0, 70.0, 75.0, 80.0, 85.0])  # the second point finds a probe due
     monitor = NoiseMonitor(tmp_path, "local", every_s=60, measure=lambda: next(figures),
                            clock=lambda: next(clock))  # fmt: skip

@@ -21,7 +21,7 @@ from instore.errors import InstoreError
 from instore.report import show
 from instore.report.plots import panels
 from instore.summary import baseline as bl
-from instore.summary.results import compare_dirs, sites_of
+from instore.summary.results import DEFAULT_NOISE, compare_dirs, sites_of
 
 TITLE = "Before and after: this run against the baseline"
 MOST = 30  # points drawn in the plot: the largest changes (the table has every point)
@@ -65,8 +65,9 @@ def header(page: BaselinePage) -> None:
         f"A (before) is the baseline {page.baseline}; B (after) is this run. Each figure is B's "
         "median over A's for a point both measured (same section and knobs), with the 95% "
         "bootstrap interval of that ratio from each run's repetitions and jobs. A change is "
-        "named faster or slower only when its interval excludes 1 and it exceeds the machine "
-        "noise recorded with the point; for CPU efficiency and events/s higher is faster."
+        "named faster or slower only when its interval excludes 1 and it exceeds the larger of "
+        f"{DEFAULT_NOISE:.0%} (what a quiet machine varies by) and the machine noise recorded "
+        "with the point; for CPU efficiency and events/s higher is faster."
     )
     if page.problem:
         show.note(f"No comparison: {page.problem}.")

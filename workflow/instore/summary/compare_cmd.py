@@ -12,7 +12,7 @@ import pandas as pd
 from instore.errors import InstoreError
 from instore.summary import baseline
 from instore.summary.baseline import NOISE_COLUMN
-from instore.summary.results import compare_dirs
+from instore.summary.results import DEFAULT_NOISE, compare_dirs
 from instore.summary.stats import GROUP
 
 DESCRIPTION = (
@@ -45,9 +45,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--noise",
         type=float,
-        default=0.0,
+        default=DEFAULT_NOISE,
         metavar="FRACTION",
-        help="the machine's drift, e.g. 0.05: smaller changes count as unchanged (default 0). "
+        help="the machine's drift: smaller changes count as unchanged (default "
+        f"{DEFAULT_NOISE:g}, the variation the machine-noise probes count as a quiet machine's; "
+        "0 names every change whose interval excludes 1). "
         f"Where a point's records carry a larger `{NOISE_COLUMN}` (the sweep's machine-noise "
         "probes) in either run, that is its noise",
     )
