@@ -29,12 +29,12 @@ venv: $(STAMP)  ## create the virtual environment from the lock
 
 setup: system venv  ## everything a run needs
 
-test: setup  ## set up, then run the whole test suite (e2e and integration, then unit on 2 processes)
-	$(BIN)/python -m pytest -v --timeout=900 --durations=25 tests/e2e tests/integration; \
+test: setup  ## set up, then run the whole test suite (integration one at a time, then e2e beside the unit tests on 2 processes)
+	$(BIN)/python -m pytest -v --timeout=900 --durations=25 tests/integration; \
 	serial=$$?; \
-	$(BIN)/python -m pytest -v --timeout=900 --durations=10 -n 2 tests/unit; \
-	unit=$$?; \
-	test $$serial -eq 0 && test $$unit -eq 0
+	$(BIN)/python -m pytest -v --timeout=900 --durations=10 -n 2 --dist loadfile tests/e2e tests/unit; \
+	parallel=$$?; \
+	test $$serial -eq 0 && test $$parallel -eq 0
 
 test-unit: venv  ## unit tests only (no root, no servers)
 	$(BIN)/python -m pytest -v tests/unit

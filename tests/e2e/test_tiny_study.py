@@ -15,6 +15,8 @@ import nbformat
 import pandas as pd
 import pytest
 
+# make test runs this module on one xdist worker (--dist loadfile: its tests share the study),
+# beside the unit tests on the other: it measures no timing, so it needs no machine of its own.
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]

@@ -25,6 +25,7 @@ from tests.integration.emulated import site_file, torn_down_after
 
 pytestmark = [
     pytest.mark.integration,
+    pytest.mark.quiet,  # two sweeps minutes apart: not one beside the image build
     pytest.mark.skipif(os.geteuid() != 0, reason="emulated sites need root"),
 ]
 

@@ -12,6 +12,7 @@ the site's report pages are built from it. Records keep the proxy's subject, nev
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -256,6 +257,23 @@ def test_a_sweep_refuses_to_start_on_an_expired_proxy(
     with pytest.raises(InstoreError, match=r"site grid needs x509 credentials: X\.509 proxy"):
         runner.run_site(opts)
     assert not (tmp_path / "results" / "grid" / "records.jsonl").exists(), "no job started"
+
+
+@pytest.mark.parametrize("scheme", ["https", "davs"])
+def test_stage_in_over_https_copies_with_the_proxy(
+    uploaded: Grid, scheme: str, cli: Cli, tmp_path: Path
+) -> None:
+    """A site whose stage-in endpoint is https:// (or davs://): xrdcp refused it, "https file
+    protocol is not supported", until told --allow-http; its XrdClHttp then copies with the
+    proxy, and the job reads the copy whole."""
+    url = uploaded.server.url(scheme).format(file=replica_name("ordered", 0))
+    proc = cli("read", url, "--stage-in", "xrdcp", "--scratch", str(tmp_path / "scratch"),
+               "--timeout", "60", env=uploaded.env())  # fmt: skip
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert proc.returncode == 0 and lines, (proc.stdout[-2000:], proc.stderr[-2000:])
+    record = json.loads(lines[-1])
+    assert record["error"] is None and record["stage_in_s"] > 0 and record["events"] > 0
+    assert record["provenance"]["credential"]["kind"] == "x509"
 
 
 def test_upload_without_a_proxy_is_refused_before_copying(uploaded: Grid, cli: Cli) -> None:

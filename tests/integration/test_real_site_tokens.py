@@ -248,3 +248,34 @@ def test_no_token_is_said_to_be_missing(site: TokenSite, scheme: str, cli: Cli) 
     assert error.startswith(f"authentication refused by {site.url(scheme)}: "), error
     assert "no bearer token" in error and "regenerate" not in error
     assert record["provenance"]["credential"] is None
+
+
+def _stage_in(cli: Cli, site: TokenSite, scheme: str, scratch: Path) -> tuple:
+    proc = cli("read", site.url(scheme), "--engine", "root", "--stage-in", "xrdcp",
+               "--scratch", str(scratch), "--timeout", "60", env=site.env("good"))  # fmt: skip
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert lines, (proc.stdout[-2000:], proc.stderr[-2000:])
+    return proc.returncode, json.loads(lines[-1])
+
+
+def test_stage_in_copies_over_root_with_the_token(
+    site: TokenSite, cli: Cli, tmp_path: Path
+) -> None:
+    """Stage-in (instore.storage.fetch: xrdcp) with a token only, as a grid job of a token site
+    stages its input: ztn hands xrdcp the token; the job then reads the copy whole."""
+    status, record = _stage_in(cli, site, "root", tmp_path / "scratch")
+    assert status == 0 and record["error"] is None and record["events"] > 0, record["error"]
+    assert record["provenance"]["credential"] == {"kind": "token"}
+    assert record["stage_in_s"] > 0 and record["bytes_read"] > 1_000_000
+
+
+def test_stage_in_over_davs_with_a_token_names_xrdcps_http_plugin_not_the_token(
+    site: TokenSite, cli: Cli, tmp_path: Path
+) -> None:
+    """xrdcp refused https:// without --allow-http ("https file protocol is not supported"),
+    and with it, its XrdClHttp 5.5 sends no bearer token: the storage's refusal then read as
+    "the server refused the bearer token; get one", the wrong fix. It says the real cause."""
+    status, record = _stage_in(cli, site, "davs", tmp_path / "scratch")
+    assert status == 1
+    assert "its HTTP plug-in (XrdClHttp 5.5) sends an X.509 proxy only" in record["error"]
+    assert "stage in over root://" in record["error"] and "get one" not in record["error"]

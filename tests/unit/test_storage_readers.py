@@ -105,15 +105,16 @@ def test_xrootd_reads_vectors_and_lists_through_its_client(monkeypatch: pytest.M
 @pytest.mark.parametrize(
     ("url", "sent"),
     [
-        ("root://se//f.root", "root://se//f.root"),
-        ("davs://se//f.root", "https://se//f.root"),
-        ("https://se//f.root", "https://se//f.root"),
+        ("root://se//f.root", ["root://se//f.root"]),
+        ("davs://se//f.root", ["--allow-http", "https://se//f.root"]),
+        ("https://se//f.root", ["--allow-http", "https://se//f.root"]),
     ],
 )
 def test_remote_files_are_fetched_with_xrdcp(
-    url: str, sent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    url: str, sent: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Stage-in and cache warming: xrdcp, which knows https:// but not davs://."""
+    """Stage-in and cache warming: xrdcp, which knows https:// but not davs://, and copies
+    http(s) only when allowed to (else: "https file protocol is not supported")."""
     argv: list[list[str]] = []
 
     def run(args: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -122,7 +123,7 @@ def test_remote_files_are_fetched_with_xrdcp(
 
     monkeypatch.setattr(xrootd_storage.subprocess, "run", run)
     storage_for(url).get(url, tmp_path / "f.root")
-    assert argv == [["xrdcp", "--force", "--silent", "--nopbar", sent, str(tmp_path / "f.root")]]
+    assert argv == [["xrdcp", "--force", "--silent", "--nopbar", *sent, str(tmp_path / "f.root")]]
 
 
 class _RangeHandler(BaseHTTPRequestHandler):

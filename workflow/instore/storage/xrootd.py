@@ -16,10 +16,10 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
-from instore.credentials import handoff
+from instore.credentials import discovery, handoff
 from instore.errors import InstoreError
 from instore.storage.base import Storage, StorageError
-from instore.urls import XROOTD, http_url
+from instore.urls import HTTP, XROOTD, http_url, protocol_of
 
 _NO_SUCH = re.compile(r"\[3011\]|no such file", re.IGNORECASE)
 # XRootD vector reads take at most 1024 elements of at most ~2 MB each (kXR_readv limits).
@@ -56,21 +56,48 @@ def _check(status: Any, what: str, url: str) -> None:
         raise OSError(f"xrootd {what} failed for {url}: {status.message}")
 
 
+# xrdcp refuses http(s):// unless told (its XrdClHttp plug-in then copies); seen on a token
+# site's davs:// stage-in: "xrdcp: https file protocol is not supported".
+ALLOW_HTTP = "--allow-http"
+NO_HTTP_PLUGIN = "protocol is not supported"
+
+
 def copy_with_xrdcp(url: str, local: Path, timeout: float | None = None) -> None:
     """xrdcp in this process's environment (a job's carries its credentials); it copies paths,
     root:// and http(s):// alike (davs:// goes as https://)."""
     url = http_url(url)
+    over_http = protocol_of(url) == HTTP
+    if over_http:
+        _refuse_token_only_http(url)
+    argv = ["xrdcp", "--force", "--silent", "--nopbar", *([ALLOW_HTTP] if over_http else [])]
     try:
-        proc = subprocess.run(["xrdcp", "--force", "--silent", "--nopbar", url, str(local)],
-                              capture_output=True, text=True, check=False, timeout=timeout)  # fmt: skip
+        proc = subprocess.run([*argv, url, str(local)], capture_output=True, text=True,
+                              check=False, timeout=timeout)  # fmt: skip
     except FileNotFoundError as err:
         raise InstoreError(
             "xrdcp is not installed where the job runs",
             "install xrootd-client (Debian) or rebuild the payload image: instore container build",
         ) from err
     if proc.returncode != 0:
-        raise InstoreError(f"xrdcp {url} failed (exit {proc.returncode}): {last_line(proc)}",
-                           "check that the source exists and the server answers")  # fmt: skip
+        said = last_line(proc)
+        fix = "check that the source exists and the server answers"
+        if over_http and NO_HTTP_PLUGIN in said:
+            fix = ("install xrdcp's HTTP plug-in (Debian: xrootd-client-http-plugins) where the "
+                   "job runs, or stage in over root://")  # fmt: skip
+        raise InstoreError(f"xrdcp {url} failed (exit {proc.returncode}): {said}", fix)
+
+
+def _refuse_token_only_http(url: str) -> None:
+    """xrdcp's HTTP plug-in (XrdClHttp 5.5, Davix) presents an X.509 proxy, never a bearer
+    token: with a token alone it would be refused, and the refusal reads as a bad token (seen on
+    a token site's davs:// stage-in). Say what is wrong before copying."""
+    creds = discovery.discover()
+    if creds.token and not creds.proxy_found:
+        raise InstoreError(
+            f"xrdcp cannot stage in {url} with a bearer token: its HTTP plug-in (XrdClHttp 5.5) "
+            "sends an X.509 proxy only",
+            "stage in over root:// (ztn takes the token), or read over https in place",
+        )
 
 
 class XRootDReader:
