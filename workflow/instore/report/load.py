@@ -29,6 +29,7 @@ from instore.report.plots import interval_lines, medians_and_errors, panels
 from instore.report.sections import _has, statistics_table
 from instore.report.view import SiteView
 from instore.study.grid import KNOBS
+from instore.summary.sections import Statistics
 
 SATURATED = 0.8  # a resource at 80% of its limit or more counts as saturated
 SLOW_OPEN_MS = 1000.0  # opens this slow (p95) with no resource saturated are named
@@ -291,10 +292,12 @@ def load_saturation(view: SiteView, section: str = "load") -> None:
 # section registry's (``instore.summary.sections``), each resource's use of its limit this page's.
 SETUP_WORDS = {"trace": "trace", "protocol": "protocol", "io_scheduler": "I/O scheduler",
                "filesystem": "file system"}  # fmt: skip
-USE = {"clients": "clients", **{f"use: {r}": f"{r}, share of its limit" for r in RESOURCES},
-       "saturated": "nearest its limit", "accept_queue_overflows": "server's accept queue full (times)"}  # fmt: skip
-USE_OPTIONAL = ("accept_queue_overflows", *(f"use: {r}" for r in RESOURCES))
-USE_PERCENT = tuple(f"use: {r}" for r in RESOURCES)
+USE = Statistics(
+    {"clients": "clients", **{f"use: {r}": f"{r}, share of its limit" for r in RESOURCES},
+     "saturated": "nearest its limit", "accept_queue_overflows": "server's accept queue full (times)"},
+    percent=tuple(f"use: {r}" for r in RESOURCES),
+    optional=("accept_queue_overflows", *(f"use: {r}" for r in RESOURCES)),
+)  # fmt: skip
 
 
 def _setup(table: pd.DataFrame) -> dict[str, str]:
@@ -303,8 +306,7 @@ def _setup(table: pd.DataFrame) -> dict[str, str]:
 
 def _use(table: pd.DataFrame) -> dict[str, str]:
     """The setup and each resource's use, a counter only where some point has it."""
-    shown = {k: v for k, v in USE.items() if k not in USE_OPTIONAL or table[k].notna().any()}
-    return {**_setup(table), **shown}
+    return {**_setup(table), **USE.shown(table)}
 
 
 def load_table(view: SiteView, section: str = "load") -> None:
@@ -319,5 +321,5 @@ def load_table(view: SiteView, section: str = "load") -> None:
                "throughput (MB/s, events/s; in fixed-time mode HEPiX's events processed by all "
                "clients in that time), efficiency, latencies and failures; median with its 95% "
                "interval", f"{section}_table")  # fmt: skip
-    show.table(intervals.table(table, _use(table), USE_PERCENT), "Per point: each resource's "
+    show.table(intervals.table(table, _use(table), USE.percent), "Per point: each resource's "
                "use of its limit and the one nearest it (median of the runs, 95% interval)")  # fmt: skip
