@@ -74,7 +74,11 @@ def test_grid_expands_rtt_and_bandwidth_axes(tmp_path: Path) -> None:
 
 
 def test_cache_state_applies_to_xcache_reads_only(tmp_path: Path) -> None:
-    grid = {"protocol": ["xrootd", "xcache"], "cache_state": ["cold", "warm"], "budget_sites": ["wan"]}
+    grid = {
+        "protocol": ["xrootd", "xcache"],
+        "cache_state": ["cold", "warm"],
+        "budget_sites": ["wan"],
+    }
     study = load_study(_study(tmp_path, grid))
     points = expand(study, "caching")
     assert [(p.protocol, p.cache_state) for p in points] == [

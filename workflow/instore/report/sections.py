@@ -36,9 +36,11 @@ def no_runs_note(view: SiteView, section: str) -> str:
     protocols = f" (this site offers {', '.join(offered)})" if offered else ""
     return (
         f"No successful runs were recorded for {section} on {view.site}: {what}. A point is "
-        "skipped when the study file runs the section on other sites (its `sites:`), when it "
-        f"needs a protocol the site does not offer{protocols}, or when its engine cannot read "
-        f"it; the sweep's log (logs/{view.site}/sweep.log after `make study`) names each reason."
+        "skipped when the site lacks what its section needs (the study file's `needs:`: an "
+        "XCache, a link or disk the study may set), when the site is one of the profile's own "
+        "and the section's `budget_sites:` leaves it out, when it needs a protocol the site "
+        f"does not offer{protocols}, or when its engine cannot read it; the sweep's log "
+        f"(logs/{view.site}/sweep.log after `make study`) names each reason."
     )
 
 
@@ -76,7 +78,26 @@ def header(view: SiteView, section: str) -> None:
     described = str(cond.get("description") or view.site).rstrip(". ")
     show.note(f"{described}. {view.limits.describe()}.")
     if section != "overview":
+        substituted = substitution_note(view, section)
+        if substituted:
+            show.note(substituted)
         intervals.note()
+
+
+def substitution_note(view: SiteView, section: str) -> str | None:
+    """What the section ran over in place of its grid's protocols, where the site offers none
+    of them (records' ``substitutes``; None: it ran over its own)."""
+    rows = view.rows(section, ok_only=False) if section in view.sections else pd.DataFrame()
+    if rows.empty or "substitutes" not in rows.columns:
+        return None
+    instead = rows.dropna(subset=["substitutes"])
+    if instead.empty:
+        return None
+    counts = instead.groupby(["substitutes", "protocol"])["point_key"].nunique()
+    said = [f"over {protocol} in place of {grid} ({n} points)"
+            for (grid, protocol), n in counts.items()]  # fmt: skip
+    return (f"On {view.site} this section ran {'; '.join(said)}: the site offers none of the "
+            "protocols its grid names, so it runs over its most direct one.")  # fmt: skip
 
 
 # --- layout -------------------------------------------------------------------------------

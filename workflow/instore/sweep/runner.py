@@ -59,7 +59,8 @@ def run_site(opts: SweepOptions) -> SweepSummary:
     site = load_site(opts.site)
     dataset = site_dataset(site, opts.results) if site.dataset else None  # surveyed first
     planned = plan(opts, site, dataset)
-    summary = SweepSummary(site.name, already=planned.already, skipped=dict(planned.skipped))
+    summary = SweepSummary(site.name, already=planned.already, skipped=dict(planned.skipped),
+                           substituted=dict(planned.substituted))  # fmt: skip
     todo = planned.todo
     store = RecordStore(opts.results, site.name)
     noise = NoiseMonitor(opts.results, site.name) if todo else None
