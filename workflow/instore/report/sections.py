@@ -16,6 +16,7 @@ from instore.report import intervals, show
 from instore.report.conditions import conditions_html
 from instore.report.plots import interval_bars, interval_lines, iqr, limit_line, panels
 from instore.report.view import SiteView
+from instore.summary.load import read_skipped
 from instore.summary.sections import REGISTRY, statistics, title
 
 
@@ -31,6 +32,9 @@ def no_runs_note(view: SiteView, section: str) -> str:
     """Why a section page has nothing to show, without guessing which reason it was: the
     sweep's log names each skipped point's reason (the report has only the records)."""
     measured = section in view.sections and len(view.rows(section, ok_only=False))
+    why = skipped_here(view, section)
+    if why and not measured:
+        return f"No point of {section} ran on {view.site}: {why}."
     what = "every measured job failed" if measured else "none of its points was measured here"
     offered = view.conditions().get("protocols")
     protocols = f" (this site offers {', '.join(offered)})" if offered else ""
@@ -81,7 +85,17 @@ def header(view: SiteView, section: str) -> None:
         substituted = substitution_note(view, section)
         if substituted:
             show.note(substituted)
+        why = skipped_here(view, section)
+        if why and section in view.sections and len(view.rows(section, ok_only=False)):
+            show.note(f"Not measured on {view.site}: {why}.")
         intervals.note()
+
+
+def skipped_here(view: SiteView, section: str) -> str:
+    """Why points of the section did not run on the site, as its last sweep planned them
+    (results/<site>/skipped.json; "": none skipped, or no sweep said)."""
+    reasons = read_skipped(view.results, view.site).get(section, {})
+    return "; ".join(f"{n} point{'s' if n > 1 else ''}: {r}" for r, n in reasons.items())
 
 
 def substitution_note(view: SiteView, section: str) -> str | None:

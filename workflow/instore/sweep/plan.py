@@ -83,6 +83,7 @@ class Plan:
     already: int = 0  # points measured before
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> points
     substituted: dict[str, int] = field(default_factory=dict)  # what ran instead -> points
+    by_section: dict[str, dict[str, int]] = field(default_factory=dict)  # section -> skipped
     series: dict[str, Series] = field(default_factory=dict)  # key -> its point's repetitions
 
 
@@ -121,6 +122,7 @@ def plan(opts: SweepOptions, site: SiteConfig, dataset: Dataset | None = None) -
     result = Plan([], set(), [], dataset=dataset)
     needed: set[str] = set()
     for section in opts.sections:
+        result.by_section[section] = {}
         points = points_on(study, section, site)
         for p in points:
             if p.substitutes is not None and p.repetition == 0:
@@ -142,6 +144,8 @@ def plan(opts: SweepOptions, site: SiteConfig, dataset: Dataset | None = None) -
             if reason:  # known before the site is brought up: a section may need no site
                 due = max(series.rule.min - len(series.runs), 1)  # the repetitions still due
                 result.skipped[reason] = result.skipped.get(reason, 0) + due
+                mine = result.by_section.setdefault(section, {})
+                mine[reason] = mine.get(reason, 0) + 1
                 continue
             result.todo.append(nxt)
             result.series.update(dict.fromkeys(series.keys, series))

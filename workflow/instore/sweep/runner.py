@@ -28,6 +28,7 @@ from instore.site.dataset.model import Dataset
 from instore.site.real import site_dataset
 from instore.site.usage import usage_between
 from instore.study import Point
+from instore.summary.load import write_skipped
 from instore.sweep import payloads
 from instore.sweep.adaptive import Series
 from instore.sweep.cluster import cluster_client, fewest_cores
@@ -71,6 +72,7 @@ def run_site(opts: SweepOptions) -> SweepSummary:
     if noise is not None:
         noise.close()
     summary.tables = store.write_tables(opts.sections, planned.keys)
+    write_skipped(opts.results, site.name, planned.by_section)  # the pages say why
     return summary
 
 
