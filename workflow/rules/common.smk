@@ -42,10 +42,14 @@ def calibration_inputs(wildcards):
 
 def upload_inputs(wildcards):
     """The site's upload marker, for sites that ask to be uploaded to (else nothing)."""
+    return site_upload(wildcards.site)
+
+
+def site_upload(name):
     from instore.site.config import load_site
 
-    site = load_site(wildcards.site)
-    return [f"{RESULTS}/{wildcards.site}/upload.json"] if site.upload and not site.emulated else []
+    site = load_site(name)
+    return [f"{RESULTS}/{name}/upload.json"] if site.upload and not site.emulated else []
 
 
 def study_summary_line():
@@ -118,15 +122,24 @@ def trace_input_file(wildcards):
 
 
 def trace_inputs(wildcards):
-    """The traces a site's sweep replays: every trace its sections name, where they run."""
-    from instore.study.grid import section_sites
+    """The traces a site's sweep replays: those of the points it runs (instore.sweep.plan)."""
+    from instore.sweep.plan import traces_replayed
 
-    names = set()
-    for section, grid in STUDY.sections.items():
-        sites = section_sites(STUDY, section)
-        if sites is None or wildcards.site in sites:
-            names.update(grid.get("trace", []))
+    names = traces_replayed(STUDY, SITE_CONFIGS[wildcards.site])
     return [f"{traces_dir(Path(DATA))}/{name}" for name in sorted(names)]
+
+
+def trace_site(wildcards):
+    """Where a trace is recorded: its own site (lan-ssd) when the run brings up an emulated
+    site, else the first real site of the run that replays it (no root needed)."""
+    from instore.sweep.plan import recording_site
+
+    return recording_site(STUDY, wildcards.trace, SITE_CONFIGS)
+
+
+def trace_site_upload(wildcards):
+    """The upload marker of a real site a trace is recorded on (its input file is there)."""
+    return site_upload(trace_site(wildcards))
 
 
 # Reports (reports.smk). The study file's `baseline:` (a results directory of an earlier run;

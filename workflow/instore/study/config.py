@@ -103,6 +103,9 @@ class Study:
     baseline: Path | None = None  # an earlier run's results: reports compare with it
     # a point whose first repetition's longest job took longer is measured once (None: none is)
     expensive_s: float | None = None
+    # the profile's own sites (its `sites:`, whatever a run overrides): a section's
+    # budget_sites limits these only; any other site runs every section it can
+    own_sites: tuple[str, ...] = ()
 
     def trace(self, name: str) -> TraceSpec:
         try:
@@ -185,6 +188,7 @@ def load_study(path: Path = DEFAULT_STUDY, overrides: Mapping[str, Any] | None =
         profile=name,
         tree=data.get("tree", "events"),
         sites=tuple(data.get("sites") or prof["sites"]),
+        own_sites=tuple(prof["sites"]),
         files=FilesSpec(**prof["files"]),
         repetitions=repetitions_from(prof.get("repetitions", 1), path, f"{at}.repetitions"),
         timeout_s=float(prof.get("timeout_s", 900)),

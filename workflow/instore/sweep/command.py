@@ -156,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
     print(summary.line())
     for reason, n in summary.skipped.items():
         print(f"  skipped {n}: {reason}")
+    for note, n in summary.substituted.items():
+        print(f"  {n} point(s): {note}")
     for section, path in summary.tables.items():
         print(f"  {section}: {path}")
     return exit_status(summary, args.failed_points_ok)

@@ -28,6 +28,7 @@ from instore.site.dataset.model import Dataset
 from instore.site.real import site_dataset
 from instore.site.usage import usage_between
 from instore.study import Point
+from instore.summary.load import write_skipped
 from instore.sweep import payloads
 from instore.sweep.adaptive import Series
 from instore.sweep.cluster import cluster_client, fewest_cores
@@ -59,7 +60,8 @@ def run_site(opts: SweepOptions) -> SweepSummary:
     site = load_site(opts.site)
     dataset = site_dataset(site, opts.results) if site.dataset else None  # surveyed first
     planned = plan(opts, site, dataset)
-    summary = SweepSummary(site.name, already=planned.already, skipped=dict(planned.skipped))
+    summary = SweepSummary(site.name, already=planned.already, skipped=dict(planned.skipped),
+                           substituted=dict(planned.substituted))  # fmt: skip
     todo = planned.todo
     store = RecordStore(opts.results, site.name)
     noise = NoiseMonitor(opts.results, site.name) if todo else None
@@ -70,6 +72,7 @@ def run_site(opts: SweepOptions) -> SweepSummary:
     if noise is not None:
         noise.close()
     summary.tables = store.write_tables(opts.sections, planned.keys)
+    write_skipped(opts.results, site.name, planned.by_section)  # the pages say why
     return summary
 
 
