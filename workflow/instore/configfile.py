@@ -48,6 +48,16 @@ def read_yaml(path: Path, what: str = "file", missing_fix: str = "check the path
         raise InstoreError(f"{path}:{line} is not valid YAML", "fix the YAML syntax") from err
 
 
+def yaml_value(text: str, where: str) -> Any:
+    """One value given on a command line, read as YAML (as Snakemake reads ``--config``)."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise InstoreError(
+            f"{where}: {text!r} is not a valid value", "e.g. sites=[mysite]"
+        ) from err
+
+
 def unexpected_keys(error: jsonschema.ValidationError) -> list[str]:
     """The keys an ``additionalProperties: false`` refused (jsonschema only says it in prose)."""
     if not isinstance(error.instance, dict):

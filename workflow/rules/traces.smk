@@ -12,7 +12,8 @@ rule record_trace:
         file=trace_input_file,
         site=lambda w: str(site_path(trace_spec(w).site)),
         # the site's link and disk as calibrated: a recording never overlaps a calibration
-        calibration=lambda w: [f"{RESULTS}/{trace_spec(w).site}/calibration.json"] if CALIBRATE else [],
+        # (a labelled run shares the traces, recorded by the run that made them)
+        calibration=lambda w: [f"{RESULTS}/{trace_spec(w).site}/calibration.json"] if CALIBRATE and not RUN_LABEL else [],
     output:
         directory(f"{traces_dir(Path(DATA))}/{{trace}}"),
     log:

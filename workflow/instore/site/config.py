@@ -13,6 +13,7 @@ from typing import Any
 from instore import access
 from instore.configfile import CONFIG_DIR, REPO_ROOT, read_yaml, validate
 from instore.errors import InstoreError
+from instore.site.loadguard import LoadGuard, load_guard
 from instore.vocabulary import PROTOCOLS
 
 # REPO_ROOT is re-exported: results live under it (instore.site.live).
@@ -118,6 +119,7 @@ class SiteConfig:
     auth: str = "none"  # the credential the endpoints need: x509, token or none
     upload: bool = False  # real sites: the pipeline puts the files there (instore site upload)
     dataset: DatasetSpec | None = None  # real sites: their own files, read instead of ours
+    load: LoadGuard = field(default_factory=LoadGuard)  # how hard the study may load it
 
     @property
     def emulated(self) -> bool:
@@ -205,6 +207,7 @@ def _build(data: dict[str, Any], path: Path) -> SiteConfig:
         auth=data.get("auth", "none"),
         upload=bool(data.get("upload", False)),
         dataset=_dataset(dataset, path) if dataset else None,
+        load=load_guard(data.get("load"), data["kind"] == "emulated"),
     )
 
 
