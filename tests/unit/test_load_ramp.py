@@ -65,7 +65,7 @@ def test_real_sites_get_conservative_limits_emulated_ones_none(tmp_path: Path) -
     path = write_real_site(tmp_path / "local.yaml", {"posix": "/tmp/{file}"})
     site = yaml.safe_load(path.read_text())
     path.write_text(yaml.safe_dump({**site, "load": {"max_clients": 0}}))
-    with pytest.raises(InstoreError, match="load.max_clients"):
+    with pytest.raises(InstoreError, match=r"load\.max_clients"):
         load_site(path)
 
 

@@ -34,10 +34,10 @@ def run_dir(root: Path, label: str | None) -> Path:
 
 
 def results_of(name: str | Path, results: Path = RESULTS) -> Path:
-    """An earlier run's results: a directory as given where it exists (or names a path),
-    else the results of the run with that label."""
+    """An earlier run's results: a directory as given where it exists (or names a path, or
+    is ``results`` itself: the unlabelled run), else the results of the run with that label."""
     path = Path(name)
-    if path.is_dir() or len(path.parts) > 1:
+    if path.is_dir() or len(path.parts) > 1 or path == results:
         return path
     return run_dir(results, str(name))
 
