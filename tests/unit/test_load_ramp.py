@@ -149,3 +149,13 @@ def test_max_clients_keeps_a_point_off_the_site_before_anything_runs(tmp_path: P
     summary, ran = _sweep(opts, {1: 0.05, 4: 0.1, 8: 0.2, 16: 0.3})
     assert ran == [1, 4, 8]
     assert summary.skipped == {"16 clients at once, more than the site's load.max_clients 8": 1}
+
+
+def test_the_load_page_names_where_the_ramp_stopped() -> None:
+    import pandas as pd
+    from instore.report.load import ramp_stops
+
+    reason = "stopped: p95 open 812 ms > 500 ms at 16 clients"
+    rows = pd.DataFrame({"jobs": [1, 16, 16], STOP_COLUMN: [None, reason, reason]})
+    assert ramp_stops(rows) == [reason]
+    assert ramp_stops(rows.drop(columns=[STOP_COLUMN])) == []  # records from before the rule
