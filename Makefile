@@ -39,9 +39,13 @@ test: setup  ## set up, then run the whole test suite (integration one at a time
 test-unit: venv  ## unit tests only (no root, no servers)
 	$(BIN)/python -m pytest -v tests/unit
 
-study: setup  ## set up, then run the whole default study (PROFILE=quick; CONFIG="sites=[mysite]")
+study: $(if $(DRY_RUN),venv,setup)  ## set up, then run the whole default study (PROFILE=quick; CONFIG="sites=[mysite] run=LABEL"; DRY_RUN=1: say what it would do to each site, and stop)
+ifneq ($(DRY_RUN),)
+	$(BIN)/instore plan profile=$(PROFILE) $(CONFIG)
+else
 	$(BIN)/python -m instore.workflowlock
 	$(BIN)/snakemake --cores $(CORES) --config profile=$(PROFILE) $(CONFIG) --rerun-incomplete
+endif
 
 lab: venv  ## JupyterLab on the results, bound to localhost
 	$(BIN)/instore lab

@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "warm": "instore.payload.warm",
     "container": "instore.container.command",
     "sweep": "instore.sweep.command",
+    "plan": "instore.sweep.dryrun_cmd",
     "summarize": "instore.summary.command",
     "compare": "instore.summary.compare_cmd",
     "report": "instore.report.command",

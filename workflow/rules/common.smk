@@ -11,6 +11,7 @@ from instore.errors import InstoreError
 from instore.site.config import site_path
 from instore.study import SECTIONS
 from instore.study.config import load_run
+from instore.study.runs import run_dir
 
 
 try:
@@ -24,10 +25,13 @@ SITE_CONFIGS = RUN.sites
 SITES = list(STUDY.sites)
 SECTIONS_RUN = [s for s in SECTIONS if s in STUDY.sections]
 CALIBRATE = RUN.options.calibrate
-RESULTS = "results"
-REPORTS = "reports"
+# A run label (run=NAME) keeps this run's results, reports and logs apart from every other
+# run's, under runs/NAME (instore.study.runs); the generated files and traces are shared.
+RUN_LABEL = RUN.options.run
+RESULTS = str(run_dir(Path("results"), RUN_LABEL))
+REPORTS = str(run_dir(Path("reports"), RUN_LABEL))
 DATA = "data/files"
-LOGS = "logs"
+LOGS = str(run_dir(Path("logs"), RUN_LABEL))
 
 
 def site_file(wildcards):
@@ -50,6 +54,16 @@ def site_upload(name):
 
     site = load_site(name)
     return [f"{RESULTS}/{name}/upload.json"] if site.upload and not site.emulated else []
+
+
+def announce_real_sites():
+    """Before anything is uploaded or measured, what the study will do to each real site."""
+    from instore.sweep.dryrun import dry_run
+
+    for name, site in SITE_CONFIGS.items():
+        if not site.emulated:
+            plan = dry_run(STUDY, site, Path(RESULTS), SECTIONS_RUN, CALIBRATE)
+            print("\n".join(f"instore: {line}" for line in plan.lines()))
 
 
 def study_summary_line():
@@ -143,7 +157,7 @@ def trace_site_upload(wildcards):
 
 
 # Reports (reports.smk). The study file's `baseline:` (a results directory of an earlier run;
-# "" when unset): each site's report then gets a before-and-after page
+# "" when unset), or the run's `baseline=` (an earlier run's label or results directory): each site's report then gets a before-and-after page
 # (notebooks/baseline.ipynb), linked from its overview.
 BASELINE = str(STUDY.baseline or "")
 

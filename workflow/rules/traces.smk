@@ -15,7 +15,8 @@ rule record_trace:
         file=trace_input_file,
         site=lambda w: str(site_path(trace_site(w))),
         # the site's link and disk as calibrated: a recording never overlaps a calibration
-        calibration=lambda w: [f"{RESULTS}/{trace_site(w)}/calibration.json"] if CALIBRATE else [],
+        # (a labelled run shares the traces, recorded by the run that made them)
+        calibration=lambda w: [f"{RESULTS}/{trace_site(w)}/calibration.json"] if CALIBRATE and not RUN_LABEL else [],
         upload=trace_site_upload,
     output:
         directory(f"{traces_dir(Path(DATA))}/{{trace}}"),

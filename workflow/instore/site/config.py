@@ -13,6 +13,7 @@ from typing import Any
 from instore import access
 from instore.configfile import CONFIG_DIR, REPO_ROOT, read_yaml, validate
 from instore.errors import InstoreError
+from instore.site.loadguard import LoadGuard, load_guard
 from instore.vocabulary import CAPABILITIES, PROTOCOLS
 
 # REPO_ROOT is re-exported: results live under it (instore.site.live).
@@ -136,6 +137,7 @@ class SiteConfig:
     upload: bool = False  # real sites: the pipeline puts the files there (instore site upload)
     dataset: DatasetSpec | None = None  # real sites: their own files, read instead of ours
     tuning: Tuning = field(default_factory=Tuning)  # real sites: what the study may change
+    load: LoadGuard = field(default_factory=LoadGuard)  # how hard the study may load it
 
     @property
     def emulated(self) -> bool:
@@ -251,6 +253,7 @@ def _build(data: dict[str, Any], path: Path) -> SiteConfig:
         upload=bool(data.get("upload", False)),
         dataset=_dataset(dataset, path) if dataset else None,
         tuning=_tuning(data.get("tuning") or {}),
+        load=load_guard(data.get("load"), data["kind"] == "emulated"),
     )
 
 

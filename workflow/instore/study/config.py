@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -254,6 +254,8 @@ class RunOptions:
     sites: tuple[str, ...] | None = None
     runtime: str = "auto"
     calibrate: bool = True
+    run: str | None = None  # a run label: results/runs/<label> (instore.study.runs)
+    baseline: str | None = None  # an earlier run's label or results directory
 
 
 @dataclass(frozen=True)
@@ -270,6 +272,9 @@ def _normalized(config: Mapping[str, Any]) -> dict[str, Any]:
     data = {k: v for k, v in config.items() if v is not None}
     if isinstance(data.get("sites"), str):
         data["sites"] = [s.strip() for s in data["sites"].split(",") if s.strip()]
+    for key in ("run", "baseline"):  # names, though `run=2` reads as a number
+        if isinstance(data.get(key), int | float) and not isinstance(data[key], bool):
+            data[key] = str(data[key])
     return data
 
 
@@ -285,6 +290,8 @@ def run_options(config: Mapping[str, Any], environ: Mapping[str, str] = os.envir
         # The environment's choice is checked where it is used (select_runtime names it).
         runtime=data.get("runtime") or environ.get(RUNTIME_ENV) or "auto",
         calibrate=str(data.get("calibrate", True)).lower() in TRUE_WORDS,
+        run=data.get("run"),
+        baseline=data.get("baseline"),
     )
 
 
@@ -297,4 +304,8 @@ def load_run(config: Mapping[str, Any], environ: Mapping[str, str] = os.environ)
     options = run_options(config, environ)
     sites = list(options.sites) if options.sites else None  # the schema's arrays are lists
     study = load_study(options.study, {"profile": options.profile, "sites": sites})
+    if options.baseline:  # the run's own word over the study file's
+        from instore.study.runs import results_of
+
+        study = replace(study, baseline=results_of(options.baseline))
     return Run(options, study, {name: load_site(name) for name in study.sites})

@@ -28,6 +28,7 @@ from instore.study.grid import (
 from instore.sweep.adaptive import Series, run_of
 from instore.sweep.engines import engine_of
 from instore.sweep.options import SweepOptions
+from instore.sweep.ramp import Ramp, clients_skip_reason, ramp_order
 from instore.sweep.store import RecordStore
 from instore.vocabulary import FORMATS, RNTUPLE, RNTUPLE_LAYOUTS, TTREE
 
@@ -85,6 +86,7 @@ class Plan:
     substituted: dict[str, int] = field(default_factory=dict)  # what ran instead -> points
     by_section: dict[str, dict[str, int]] = field(default_factory=dict)  # section -> skipped
     series: dict[str, Series] = field(default_factory=dict)  # key -> its point's repetitions
+    ramp: Ramp | None = None  # where the load ramp stopped (from the records measured before)
 
 
 def _series(study: Study, points: list[Point], keys: list[str]) -> Iterator[Series]:
@@ -119,7 +121,7 @@ def plan(opts: SweepOptions, site: SiteConfig, dataset: Dataset | None = None) -
         )
     study, store = opts.study, RecordStore(opts.results, site.name)
     measured = {} if opts.force else _measured(store.table())
-    result = Plan([], set(), [], dataset=dataset)
+    result = Plan([], set(), [], dataset=dataset, ramp=Ramp(site.load))
     needed: set[str] = set()
     for section in opts.sections:
         result.by_section[section] = {}
@@ -135,6 +137,7 @@ def plan(opts: SweepOptions, site: SiteConfig, dataset: Dataset | None = None) -
             for r, key in enumerate(series.keys):
                 if key in measured:
                     series.runs[r] = run_of(measured[key], series.points[r].fixed_time_s > 0)
+                    result.ramp.observe(series.points[r], measured[key])
             result.already += len(series.runs)
             point = series.points[0]
             reason = skip_reason(study, point, site, dataset)
@@ -149,7 +152,9 @@ def plan(opts: SweepOptions, site: SiteConfig, dataset: Dataset | None = None) -
                 continue
             result.todo.append(nxt)
             result.series.update(dict.fromkeys(series.keys, series))
-            needed.update(() if dataset else files_read(point, study))
+    result.todo = _unstopped(result.ramp, ramp_order(result.todo), result.skipped)
+    for point, _ in result.todo:
+        needed.update(() if dataset else files_read(point, study))
     result.files = [opts.data / name for name in sorted(needed)]
     _require_traces(opts, {p.trace for p, _ in result.todo if p.trace is not None})
     missing = [p for p in result.files if not p.exists()]
@@ -159,6 +164,21 @@ def plan(opts: SweepOptions, site: SiteConfig, dataset: Dataset | None = None) -
             _generate_hint(study, missing[0], opts.data),
         )
     return result
+
+
+def _unstopped(
+    ramp: Ramp, todo: list[tuple[Point, str]], skipped: dict[str, int]
+) -> list[tuple[Point, str]]:
+    """The points to measure: those a load ramp stopped before (from the records measured
+    earlier) are counted in ``skipped`` with its reason."""
+    kept = []
+    for point, key in todo:
+        reason = ramp.skip_reason(point)
+        if reason is None:
+            kept.append((point, key))
+        else:
+            skipped[reason] = skipped.get(reason, 0) + 1
+    return kept
 
 
 def _require_traces(opts: SweepOptions, names: set[str]) -> None:
@@ -227,6 +247,7 @@ def skip_reason(
         or (dataset.skip_reason(point) if dataset is not None else None)
         or engine_skip_reason(study, point)
         or threads_skip_reason(point, site.cores)
+        or clients_skip_reason(point, site.load)
     )
 
 
