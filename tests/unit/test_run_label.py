@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from instore.errors import InstoreError
-from instore.study.config import load_run, run_options
+from instore.run import load_run, run_options
 from instore.study.runs import labels, results_of, run_dir
 from instore.summary import compare_cmd
 

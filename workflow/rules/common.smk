@@ -10,7 +10,7 @@ from snakemake.exceptions import WorkflowError
 from instore.errors import InstoreError
 from instore.site.config import site_path
 from instore.study import SECTIONS
-from instore.study.config import load_run
+from instore.run import load_run
 from instore.study.runs import run_dir
 
 
@@ -116,7 +116,7 @@ def dataset_list(wildcards):
 
 # The recorded analyses (traces.smk): each trace's spec, script and input file, and the
 # traces a site's sweep replays.
-from instore.study.files import replica_name, traces_dir
+from instore.filenames import replica_name, traces_dir
 from instore.study.grid import axis_value
 
 

@@ -19,11 +19,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from instore.configfile import REPO_ROOT
+from instore.filenames import DEFAULT_FILESET, replica_names
 from instore.site import SiteConfig
 from instore.site.live import FIO_MAX_MB
 from instore.study import SECTIONS, Point, Study, expand
-from instore.study.config import DEFAULT_FILESET
-from instore.study.files import replica_names
 from instore.sweep.plan import skip_reason
 from instore.sweep.ramp import Ramp
 from instore.sweep.store import RecordStore

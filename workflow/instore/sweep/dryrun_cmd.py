@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from instore.configfile import yaml_value
-from instore.study.config import load_run
+from instore.run import load_run
 from instore.study.runs import RESULTS, run_dir
 
 

@@ -14,11 +14,11 @@ import pandas as pd
 
 from instore.access import XROOTD
 from instore.errors import InstoreError
+from instore.filenames import replica_name, traces_dir
 from instore.payload.threads import too_many_threads
 from instore.site import SiteConfig
 from instore.site.dataset.model import Dataset
 from instore.study import Point, Study, expand
-from instore.study.files import replica_name, traces_dir
 from instore.study.grid import (
     CONDITION_NEEDS,
     axis_value,
