@@ -346,5 +346,6 @@ def conditions_table(view: SiteView) -> None:
     """The conditions and calibrated limits the results were measured under: a short table,
     the full record in a collapsed block."""
     show._display(
-        f"<p><b>Conditions recorded with the runs</b></p>{conditions_html(view.conditions())}"
+        "<p><b>Conditions recorded with the runs</b></p>"
+        + conditions_html(*view.conditions_by_section())
     )
