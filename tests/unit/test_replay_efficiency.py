@@ -81,3 +81,21 @@ def test_a_multi_threaded_jobs_efficiency_is_per_core() -> None:
 def test_a_cut_pass_without_think_time_falls_back_to_its_bytes() -> None:
     assert efficiency.passes_of_cpu(2, 0.0, 0.0, 0.4) == pytest.approx(2.4)
     assert efficiency.passes_of_cpu(2, 0.1, 0.4, 1.0) == pytest.approx(2.25)
+
+
+def test_a_table_never_shows_an_efficiency_above_100_percent_bare(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Records from before this change (or a payload's client threads) can still hold one: the
+    report's tables mark it and say why under the caption."""
+    import pandas as pd
+    from instore.report import show
+
+    shown: list[str] = []
+    monkeypatch.setattr(show, "_display", shown.append)
+    frame = pd.DataFrame({"clients": [1, 4], "cpu_efficiency": [1.09, 0.93]})
+    show.table(frame, "Load", percent=("cpu_efficiency",))
+    assert "109%" + show.OVER_MARK in shown[0] and "93%" + show.OVER_MARK not in shown[0]
+    assert "above 100% per core" in shown[0]
+    show.table(frame.assign(cpu_efficiency=[0.9, 0.93]), "Load", percent=("cpu_efficiency",))
+    assert "above 100%" not in shown[1]
