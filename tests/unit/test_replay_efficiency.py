@@ -99,3 +99,18 @@ def test_a_table_never_shows_an_efficiency_above_100_percent_bare(
     assert "above 100% per core" in shown[0]
     show.table(frame.assign(cpu_efficiency=[0.9, 0.93]), "Load", percent=("cpu_efficiency",))
     assert "above 100%" not in shown[1]
+
+
+def test_a_table_of_intervals_marks_an_efficiency_above_100_percent() -> None:
+    """The load and replay tables go through intervals.table: its text carries the mark."""
+    import pandas as pd
+    from instore.report import intervals, show
+
+    frame = pd.DataFrame({"clients": [1, 4], "cpu_efficiency": [1.09, 0.93],
+                          "cpu_efficiency_lo": [1.08, 0.9], "cpu_efficiency_hi": [1.1, 0.95],
+                          "cpu_efficiency_n": [2, 2], "cpu_efficiency_basis": ["jobs", "jobs"]})  # fmt: skip
+    shown = intervals.table(frame, {"clients": "clients", "cpu_efficiency": "CPU efficiency"},
+                            percent=("cpu_efficiency",))  # fmt: skip
+    column = next(c for c in shown.columns if c.startswith("CPU efficiency"))
+    assert shown[column].iloc[0].endswith(show.OVER_MARK)
+    assert not shown[column].iloc[1].endswith(show.OVER_MARK)

@@ -56,20 +56,23 @@ OVER_NOTE = (
 )
 
 
+def over_mark(column: str, value: float) -> str:
+    """OVER_MARK after an efficiency above 1 (``column`` names an efficiency), else nothing."""
+    return OVER_MARK if "efficiency" in column and value > 1 else ""
+
+
 def table(
     frame: pd.DataFrame, caption: str, key: str | None = None, percent: tuple[str, ...] = ()
 ) -> None:
     """A table with its caption; ``percent`` columns are shown as percentages, and an
     efficiency above 100% is marked and explained under the caption, never shown bare."""
     shown = frame.copy()
-    over = False
     for col in percent:
-        flag = "efficiency" in str(col)
-        over |= flag and bool((pd.to_numeric(shown[col], errors="coerce") > 1).any())
         shown[col] = shown[col].map(
-            lambda v, f=flag: "" if pd.isna(v) else f"{v:.0%}" + (OVER_MARK if f and v > 1 else "")
+            lambda v, c=col: "" if pd.isna(v) else f"{v:.0%}{over_mark(str(c), v)}"
         )
-    if over:
+    marked = shown.map(lambda v: isinstance(v, str) and v.endswith(OVER_MARK))
+    if marked.any().any():
         caption = f"{caption} {OVER_NOTE}"
     ident = f' id="{anchor(key)}"' if key else ""
     body = shown.to_html(index=False, float_format=number, na_rep="", border=0)
