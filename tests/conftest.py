@@ -130,3 +130,13 @@ def write_real_site(
     }
     path.write_text(yaml.safe_dump(site))
     return path
+
+
+def write_small_study(folder: Path, site: str, sections: dict[str, dict]) -> Path:
+    """``folder/study.yaml``: one profile ``t`` on ``site`` with these sections, over 1 MB
+    files (one replica, seed 1), as the tests of planning and skipping want them."""
+    profile = {"sites": [site], "files": {"size_mb": 1, "replicas": 1, "seed": 1},
+               "sections": sections}  # fmt: skip
+    path = folder / "study.yaml"
+    path.write_text(yaml.safe_dump({"profile": "t", "profiles": {"t": profile}}))
+    return path

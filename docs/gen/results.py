@@ -300,7 +300,8 @@ def replay_clients() -> str:
             _pct(m["clients_cpu_share"]),
             f"{m['client_cpu_ms_per_read']:.2f} ms",
             _pct(m["host_cpu_busy"]),
-            _pct(m["median_predicted_cpu_efficiency"]),
+            _pct(m["median_predicted_cpu_efficiency"])
+            + (" (!)" if m["median_predicted_cpu_efficiency"] > 1 else ""),
             f"{m['open_p95_s']:.2f} s",
         ]
         for m in d["many_clients"]
@@ -308,6 +309,12 @@ def replay_clients() -> str:
     head = ["protocol", "clients", "failed", "clients' CPU share", "CPU per request", "host busy",
             "median predicted CPU efficiency", "open p95"]  # fmt: skip
     out += table(head, rows)
+    if any(m["median_predicted_cpu_efficiency"] > 1 for m in d["many_clients"]):
+        out += (
+            "(!) above 100%: measured before a replay's predicted efficiency was defined over "
+            "the span it replays and per core, at most 100% (`instore.replay.efficiency`); "
+            "`python bench/replay_clients.py` measures it again.\n\n"
+        )
     return out
 
 

@@ -28,6 +28,12 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "docs" / "data" / "reference"
 LOAD_SECTIONS = ("load", "scheduler", "filesystem")
 TARGET = 0.05  # the adaptive rule's half-width target, for the precision figure
+OVER_MARK = " (!)"  # a CPU efficiency above 100% per core
+OVER_NOTE = (
+    "(!) marks a CPU efficiency above 100%: a replay's prediction from before it was defined "
+    "over the span the replay reproduces and per core, at most 100% (`instore.replay.efficiency`: "
+    "a cut pass had been credited the CPU of its data bytes); read it as 100%.\n"
+)
 POINT_FIGURES = ("wall_s", "cpu_efficiency", "event_rate_hz")
 LOAD_FIGURES = ("events_in_fixed_time", "cpu_efficiency", "aggregate_mb_per_s")
 LOAD_COLUMNS = ["site", "section", "setup", "clients", "saturated",
@@ -146,9 +152,10 @@ def _cell(row: pd.Series, name: str, percent: bool = False) -> str:
     if median is None or pd.isna(median):
         return "-"
     shown = (lambda v: f"{v:.0%}") if percent else (lambda v: f"{v:,.3g}")
+    over = OVER_MARK if percent and name.endswith("efficiency") and median > 1 else ""
     if pd.isna(lo) or pd.isna(hi):
-        return f"{shown(median)} (1)"
-    return f"{shown(median)} [{shown(lo)}, {shown(hi)}]"
+        return f"{shown(median)} (1){over}"
+    return f"{shown(median)} [{shown(lo)}, {shown(hi)}]{over}"
 
 
 def precision(points: pd.DataFrame) -> str:
@@ -203,7 +210,8 @@ def page() -> str:
                        "in it; a cut pass counts the share of its data it read):\n\n")  # fmt: skip
             out.append(table(["section", "setup", "clients", "events in the fixed time",
                                "predicted CPU efficiency", "aggregate MB/s", "saturated"], rows))  # fmt: skip
-    return "".join(out).rstrip() + "\n"
+    page = "".join(out).rstrip() + "\n"
+    return page + ("\n" + OVER_NOTE if OVER_MARK in page else "")
 
 
 def main(argv: list[str] | None = None) -> int:

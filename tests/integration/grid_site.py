@@ -164,6 +164,19 @@ def pki_root(prefix: str) -> Iterator[tuple[Path, Pki]]:
         yield root, make_pki(pki_dir)
 
 
+def job_env(pki: Pki, runtime_dir: Path, **over: str) -> dict[str, str]:
+    """A grid job's environment on a site of this PKI: none of this machine's credentials
+    (``X509_*``, ``BEARER_*``, ``XDG_RUNTIME_DIR``: a token under /run/user would be found),
+    the test CA trusted, ``runtime_dir`` where a job looks for a token, one connection retry;
+    then ``over`` (a proxy, a token file)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("X509_", "BEARER_", "XDG_RUNTIME_DIR"))}  # fmt: skip
+    env.update(X509_CERT_DIR=str(pki.certdir), XDG_RUNTIME_DIR=str(runtime_dir),
+               XRD_CONNECTIONRETRY="1")  # fmt: skip
+    env.update(over)  # after: a test may replace any of them (another CA directory)
+    return env
+
+
 def grid_security(pki: Pki) -> str:
     """GSI only on root://, XrdHttp over TLS with client certificates, DN -> user by a
     grid-mapfile, reads and writes authorised for that user only."""

@@ -35,7 +35,14 @@ from instore.sweep import runner
 from instore.sweep.options import SweepOptions
 
 from tests.cli import Cli
-from tests.integration.grid_site import Pki, Server, grid_security, needs_tools, pki_root
+from tests.integration.grid_site import (
+    Pki,
+    Server,
+    grid_security,
+    job_env,
+    needs_tools,
+    pki_root,
+)
 from tests.integration.grid_site import xrootd_server as serve
 
 pytestmark = pytest.mark.integration
@@ -74,11 +81,7 @@ class Grid:
     site: Path  # the site file
 
     def env(self, **over: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("X509_", "BEARER_"))}
-        env.update(X509_USER_PROXY=str(self.pki.proxy), X509_CERT_DIR=str(self.pki.certdir),
-                   XDG_RUNTIME_DIR=str(self.pki.root), XRD_CONNECTIONRETRY="1")  # fmt: skip
-        env.update(over)
-        return env
+        return job_env(self.pki, self.pki.root, **{"X509_USER_PROXY": str(self.pki.proxy), **over})
 
 
 @pytest.fixture(scope="module")

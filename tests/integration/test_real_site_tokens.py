@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli import Cli
-from tests.integration.grid_site import Pki, needs_tools, pki_root, xrootd_server
+from tests.integration.grid_site import Pki, job_env, needs_tools, pki_root, xrootd_server
 from tests.integration.token_issuer import (
     Issuer,
     make_key,
@@ -89,13 +89,8 @@ class TokenSite:
 
     def env(self, token: str | None) -> dict[str, str]:
         """No proxy anywhere, the test CA trusted, the token (if any) as a grid job finds it."""
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("X509_", "BEARER_", "XDG_RUNTIME_DIR"))}  # fmt: skip
-        env.update(X509_CERT_DIR=str(self.pki.certdir), XDG_RUNTIME_DIR=str(self.root),
-                   XRD_CONNECTIONRETRY="1")  # fmt: skip
-        if token is not None:
-            env["BEARER_TOKEN_FILE"] = str(self.tokens[token])
-        return env
+        bearer = {} if token is None else {"BEARER_TOKEN_FILE": str(self.tokens[token])}
+        return job_env(self.pki, self.root, **bearer)
 
 
 @contextmanager

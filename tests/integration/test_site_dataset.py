@@ -24,7 +24,7 @@ from instore.sweep.options import SweepOptions
 from instore.sweep.plan import files_for, plan
 
 from tests.cli import Cli
-from tests.conftest import write_real_site
+from tests.conftest import write_real_site, write_small_study
 from tests.integration.grid_site import (
     Server,
     free_port,
@@ -90,20 +90,11 @@ def site(path: Path, srv: Server, dataset: dict, http_port: int | None = None) -
     return path
 
 
-STUDY = {
-    "profile": "t",
-    "profiles": {
-        "t": {
-            "sites": ["local"],
-            "files": {"size_mb": 1, "replicas": 1, "seed": 1},
-            "sections": {
-                "layout": {"layout": ["unordered", "ordered"], "protocol": ["xrootd"]},
-                "format": {"layout": ["rntuple"], "protocol": ["xrootd"]},
-                "readahead": {"branches": ["all", "agc-2.7"], "protocol": ["http"]},
-                "jobfill": {"fill": [3], "protocol": ["xrootd"]},
-            },
-        }
-    },
+SECTIONS = {
+    "layout": {"layout": ["unordered", "ordered"], "protocol": ["xrootd"]},
+    "format": {"layout": ["rntuple"], "protocol": ["xrootd"]},
+    "readahead": {"branches": ["all", "agc-2.7"], "protocol": ["http"]},
+    "jobfill": {"fill": [3], "protocol": ["xrootd"]},
 }
 
 
@@ -127,9 +118,8 @@ def test_preflight_lists_what_the_dataset_holds_and_the_sweep_plans_from_it(
     kept = json.loads((results / "local" / "dataset.json").read_text())
     assert kept["files"][0]["url"] == f"root://localhost:{server.port}//cms/flat-rntuple.root"
 
-    (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
-    study = load_study(tmp_path / "study.yaml")
-    opts = SweepOptions(study=study, site=str(path), sections=list(STUDY["profiles"]["t"]["sections"]),
+    study = load_study(write_small_study(tmp_path, "local", SECTIONS))
+    opts = SweepOptions(study=study, site=str(path), sections=list(SECTIONS),
                         data=tmp_path / "none", results=results, progress=False)  # fmt: skip
     own = load_site(path)
     planned = plan(opts, own, site_dataset(own, results))  # the kept description

@@ -43,7 +43,9 @@ def test_layout_advice_from_single_measurements_says_so() -> None:
     ]).assign(wall_s_median=[12.4, 1.0])  # fmt: skip
     advice = layout(stats)
     assert advice is not None and advice.text.startswith("Write files ordered")
-    assert "12.4x (single measurements, no interval) with the cache off" in advice.text
+    assert "with the cache off, unordered files take 12.4x (single measurements, no interval)" in (
+        advice.text
+    )
     assert "rest on a single measurement" in advice.text
 
 

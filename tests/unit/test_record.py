@@ -37,7 +37,7 @@ COLUMNS = {
     "bytes_needed", "read_amplification", "mb_per_s", "cache_bytes_effective", "rchar_delta",
     "counters", "format", "object_name", "fields_skipped", "fields_skipped_reason", "error",
     "start_lateness_s", "provenance",
-    "ready_at", "threads", "mt_mode", "threads_used", "threads_note",
+    "ready_at", "threads", "mt_mode", "threads_used", "threads_note", "cpu_efficiency_note",
     # the container's
     "runtime", "image_digest", "container_startup_s", "outer_wall_s", "exit_status",
     "launch", "launch_s", "own_names_in_hosts",

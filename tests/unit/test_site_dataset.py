@@ -20,6 +20,7 @@ from instore.sweep.options import SweepOptions
 from instore.sweep.plan import files_for, plan, tree_for
 
 from tests.cli import Cli
+from tests.conftest import write_small_study
 
 NANOAOD = next(
     (p for p in (Path(__file__).parent / "data" / "nanoAOD_2015_CMS_Open_Data_ttbar.root",
@@ -210,8 +211,7 @@ def test_planning_does_no_network_io(tmp_path: Path, monkeypatch: pytest.MonkeyP
     site = load_site(site_file(tmp_path, {"files": ["a.root", "b.root"]}))
     nano = ("nJet", "Jet_pt", "Jet_eta", "Jet_phi", "Jet_mass", "Jet_btagCSVV2")
     ds = dataset_of(("a.root", "ordered", nano), ("b.root", "ordered", nano))
-    (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
-    study = load_study(tmp_path / "study.yaml")
+    study = load_study(write_small_study(tmp_path, "own", SECTIONS))
     opts = SweepOptions(study=study, site=str(tmp_path / "own.yaml"), sections=["layout", "jobfill"],
                         data=tmp_path / "no-data", results=tmp_path / "results", progress=False)  # fmt: skip
     planned = plan(opts, site, ds)
@@ -225,19 +225,10 @@ def test_planning_does_no_network_io(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 # --- a posix-only site on this machine ------------------------------------------------------
 
-STUDY = {
-    "profile": "t",
-    "profiles": {
-        "t": {
-            "sites": ["own"],
-            "files": {"size_mb": 1, "replicas": 1, "seed": 1},
-            "sections": {
-                "layout": {"layout": ["unordered", "ordered"], "protocol": ["posix"]},
-                "readahead": {"branches": ["all", "Jet_*", "Jet_btagCSVV2"], "protocol": ["posix"]},
-                "jobfill": {"fill": [1, 3], "protocol": ["posix"]},
-            },
-        }
-    },
+SECTIONS = {
+    "layout": {"layout": ["unordered", "ordered"], "protocol": ["posix"]},
+    "readahead": {"branches": ["all", "Jet_*", "Jet_btagCSVV2"], "protocol": ["posix"]},
+    "jobfill": {"fill": [1, 3], "protocol": ["posix"]},
 }
 
 
@@ -273,9 +264,8 @@ def test_preflight_lists_the_dataset_and_the_sweep_plans_from_it(
     assert "(1 by-branch TTree, 2 ordered TTree)" in proc.stderr.splitlines()[-1]
     assert (results / "own" / "dataset.json").is_file()
 
-    (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
-    study = load_study(tmp_path / "study.yaml")
-    opts = SweepOptions(study=study, site=str(posix_site), sections=list(STUDY["profiles"]["t"]["sections"]),
+    study = load_study(write_small_study(tmp_path, "own", SECTIONS))
+    opts = SweepOptions(study=study, site=str(posix_site), sections=list(SECTIONS),
                         data=tmp_path / "no-data", results=results, progress=False)  # fmt: skip
     own = load_site(posix_site)
     planned = plan(opts, own, site_dataset(own, results))  # the kept description

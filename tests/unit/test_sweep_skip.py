@@ -8,29 +8,19 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-import yaml
 from instore.report.sections import no_runs_note
 from instore.study import load_study
 from instore.sweep import runner
 from instore.sweep.options import SweepOptions, SweepSummary
 
-from tests.conftest import write_real_site
+from tests.conftest import write_real_site, write_small_study
 
-STUDY = {
-    "profile": "t",
-    "profiles": {
-        "t": {
-            "sites": ["local"],
-            "files": {"size_mb": 1, "replicas": 1, "seed": 1},
-            "sections": {
-                "readahead": {
-                    "needs": ["block_readahead"],
-                    "protocol": ["posix"],
-                    "block_readahead_kb": [128, 4096],
-                }
-            },
-        }
-    },
+SECTIONS = {
+    "readahead": {
+        "needs": ["block_readahead"],
+        "protocol": ["posix"],
+        "block_readahead_kb": [128, 4096],
+    }
 }
 
 
@@ -42,15 +32,14 @@ def _sweep_nothing_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sections: dict
 ) -> SweepSummary:
     """Sweep the readahead section on a real (local-disk) site, refusing any bring-up."""
-    study = {**STUDY, "profiles": {"t": {**STUDY["profiles"]["t"], "sections": sections}}}
-    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
+    study = write_small_study(tmp_path, "local", sections)
     data = tmp_path / "files"
     data.mkdir()
     (data / "ordered-r0.root").write_bytes(b"")
     site = write_real_site(tmp_path / "local.yaml", {"posix": f"{data}/{{file}}"})
     monkeypatch.setattr(runner, "open_site", _refuse)
     monkeypatch.setattr(runner, "cluster_client", _refuse)
-    opts = SweepOptions(study=load_study(tmp_path / "study.yaml"), site=str(site),
+    opts = SweepOptions(study=load_study(study), site=str(site),
                         sections=["readahead"], data=data, results=tmp_path / "results",
                         progress=False)  # fmt: skip
     return runner.run_site(opts)
@@ -59,7 +48,7 @@ def _sweep_nothing_starts(
 def test_points_the_site_cannot_run_start_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    summary = _sweep_nothing_starts(tmp_path, monkeypatch, STUDY["profiles"]["t"]["sections"])
+    summary = _sweep_nothing_starts(tmp_path, monkeypatch, SECTIONS)
     assert summary.measured == 0
     assert summary.skipped == {
         "section readahead needs block_readahead: site local is real: its file names no "

@@ -133,6 +133,8 @@ class Measurement:
     # CPU over wall x threads), how many read, and why fewer did.
     threads_used: int = 1
     threads_note: str | None = None
+    # Why cpu_efficiency is above 1 per core, when it is (instore.payload.threads.over_cores)
+    cpu_efficiency_note: str | None = None
 
 
 UPROOT_HTTP_CLIENT = "urllib3 multi-range GET (instore's uproot source), X.509 proxy and token"

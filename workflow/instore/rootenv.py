@@ -133,7 +133,10 @@ def xrdclhttp() -> Any:
 
 
 # C++ files another one uses: declared first (cling has no include path to our sources).
-_NEEDS: dict[str, tuple[str, ...]] = {"payload": ("cpuburn",), "payload_rntuple": ("cpuburn",)}
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "payload": ("cpuburn",), "payload_rntuple": ("cpuburn",),
+    "generate": ("rntuple_options",), "generate_like": ("rntuple_options",),
+}  # fmt: skip
 
 
 @functools.cache

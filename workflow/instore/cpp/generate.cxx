@@ -326,17 +326,7 @@ inline Long64_t fill_rntuple(const char *path, const char *name, Long64_t nevent
       EventModel model;
       auto m = ROOT::RNTupleModel::CreateBare();
       add_rntuple_fields(*m, model);
-      ROOT::RNTupleWriteOptions opts;
-      opts.SetCompression(compression);
-      opts.SetUseImplicitMT(ROOT::RNTupleWriteOptions::EImplicitMT::kOff);
-      if (cluster_bytes > 0) {
-         opts.SetApproxZippedClusterSize(cluster_bytes);
-         opts.SetMaxUnzippedClusterSize(10 * cluster_bytes);
-      }
-      if (page_bytes > 0) {
-         opts.SetInitialUnzippedPageSize(std::min<Long64_t>(256, page_bytes));
-         opts.SetMaxUnzippedPageSize(page_bytes);
-      }
+      auto opts = rntuple_write_options(compression, cluster_bytes, page_bytes);
       Long64_t written = 0;
       {
          auto writer = ROOT::RNTupleWriter::Append(std::move(m), name, *file, opts);

@@ -194,17 +194,7 @@ struct LikeNTupleWriter {
             else if (widths[i] > 1) type = "std::array<" + type + "," + std::to_string(widths[i]) + ">";
             model->AddField(ROOT::RFieldBase::Create(names[i], type).Unwrap());
          }
-         ROOT::RNTupleWriteOptions opts;
-         opts.SetCompression(compression);
-         opts.SetUseImplicitMT(ROOT::RNTupleWriteOptions::EImplicitMT::kOff);
-         if (cluster_bytes > 0) {
-            opts.SetApproxZippedClusterSize(cluster_bytes);
-            opts.SetMaxUnzippedClusterSize(10 * cluster_bytes);
-         }
-         if (page_bytes > 0) {
-            opts.SetInitialUnzippedPageSize(std::min<Long64_t>(256, page_bytes));
-            opts.SetMaxUnzippedPageSize(page_bytes);
-         }
+         auto opts = rntuple_write_options(compression, cluster_bytes, page_bytes);
          writer = ROOT::RNTupleWriter::Append(std::move(model), name, *file, opts);
          entry = writer->CreateEntry();
          buffer.resize(names.size());

@@ -18,7 +18,7 @@ from instore.payload.objects import DataObject
 from instore.payload.pattern import Pattern
 from instore.payload.procstats import ProcSnapshot, drop_page_cache, join_cgroup
 from instore.payload.result import EngineResult
-from instore.payload.threads import cpu_efficiency, resolve_mode, too_many_threads
+from instore.payload.threads import cpu_efficiency, over_cores, resolve_mode, too_many_threads
 from instore.record import JobResult, Measurement, Provenance, size_histogram, utc_now
 from instore.storage import COPY_TOOLS, fetch
 from instore.urls import is_local, local_path
@@ -233,6 +233,7 @@ def _measurement(
     wall = after.wall - before.wall
     user, sys_ = after.user - before.user, after.sys - before.sys
     split = opts.mt_mode == "cluster"  # a cluster-split job says how many threads really read
+    efficiency = cpu_efficiency(user + sys_, wall, opts.threads)
     return Measurement(
         tree=r.tree,
         format=r.format,
@@ -249,7 +250,8 @@ def _measurement(
         stage_in_s=stage_s,
         user_s=user,
         sys_s=sys_,
-        cpu_efficiency=cpu_efficiency(user + sys_, wall, opts.threads),
+        cpu_efficiency=efficiency,
+        cpu_efficiency_note=over_cores(efficiency, opts.threads),
         cpu_wait_s=(after.run_delay_ns - before.run_delay_ns) / 1e9,
         event_rate_hz=r.events / wall if wall > 0 else None,
         bytes_read=r.bytes_read,

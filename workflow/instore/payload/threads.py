@@ -106,6 +106,15 @@ def cpu_efficiency(cpu_s: float, wall_s: float, threads: int) -> float | None:
     return cpu_s / (wall_s * max(1, threads)) if wall_s > 0 else None
 
 
+def over_cores(efficiency: float | None, threads: int) -> str | None:
+    """Why an efficiency is above 1 per core (None when it is not): the process's CPU counts
+    every thread, its client library's too, and a job holds only its ``threads`` cores."""
+    if efficiency is None or efficiency <= 1.0:
+        return None
+    return (f"CPU over wall x {max(1, threads)} core(s) is {efficiency:.0%}: the job's own and its "
+            "client library's threads ran beside each other; read it as 100% (CPU-bound)")  # fmt: skip
+
+
 def threads_note(threads: int, used: int, clusters: int) -> str | None:
     """Why a cluster-split job read with fewer threads than it has (None: it used them all)."""
     if used >= threads:

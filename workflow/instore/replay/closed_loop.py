@@ -32,6 +32,7 @@ from dataclasses import asdict
 from instore.errors import InstoreError
 from instore.payload.runner import CGROUP_ENV, join_site_cgroup, wait_until
 from instore.record import Provenance, size_histogram, utc_now
+from instore.replay import efficiency
 from instore.replay.passes import Replay
 from instore.replay.result import ReplayRecord, percentile
 from instore.replay.streams import plan
@@ -201,6 +202,14 @@ def replay(
     passes = state.passes + state.partial
     ran = complete and passes > 0 and wall > 0
     events = None if recorded["events"] is None else recorded["events"] * passes
+    cores = efficiency.job_cores(cpu, recorded.get("wall_s"))
+    cpu_passes = efficiency.passes_of_cpu(
+        state.passes,
+        state.think_in_pass(),
+        think.lead_s + sum(how.before) + think.tail_s,
+        state.partial,
+    )
+    predicted = efficiency.predict(cpu, cores, cpu_passes, wall) if ran and cpu else None
     return ReplayRecord(
         trace=str(trace.path),
         command=trace.meta.get("command"),
@@ -237,10 +246,11 @@ def replay(
         skipped_recorded=dict(trace.skipped),
         recorded=recorded,
         predicted_wall_s=wall / passes if ran else None,
-        predicted_cpu_efficiency=cpu * passes / wall if ran and cpu else None,
-        recorded_cpu_efficiency=(
-            cpu / recorded["wall_s"] if cpu is not None and recorded.get("wall_s") else None
-        ),
+        predicted_cpu_efficiency=predicted.efficiency if predicted else None,
+        recorded_cpu_efficiency=efficiency.recorded(cpu, recorded.get("wall_s")),
+        predicted_cpu_s=predicted.cpu_s if predicted else None,
+        job_cores=cores,
+        cpu_bound=predicted.cpu_bound if predicted else None,
         error=error,
         stopped_at=state.at if error else None,
         client_cpu_s=client_cpu,

@@ -58,7 +58,8 @@ def register(subparsers: Any) -> None:
         description="Replay a trace's requests closed-loop (each when the previous one of its "
         "stream has completed plus the recorded think time) through instore's sources, and print "
         "a run record: wall, bytes, read calls, vector reads, read latencies, and the recorded "
-        "job's predicted CPU efficiency on that storage (recorded CPU time / replay wall). A "
+        "job's predicted CPU efficiency on that storage (its recorded CPU over the replay's wall, per "
+        "core it kept busy, at most 100%: above, it would be CPU-bound there). A "
         "multi-threaded job's streams (its threads' files, told apart by the recorder's file "
         "objects and their timestamps) are replayed side by side, so what overlapped in the job "
         "overlaps in the replay; the record says how many streams and overlapping requests.",

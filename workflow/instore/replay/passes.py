@@ -107,6 +107,7 @@ class Replay:
         self.at = 0  # the request in hand (the one that failed, if one did)
         self.passes = 0  # complete passes
         self.partial = 0.0  # the share of a pass's data bytes the pass in hand has read
+        self.think_before_pass = 0.0  # think time replayed before the pass in hand began
         self.failure: BaseException | None = None
 
     @property
@@ -121,6 +122,7 @@ class Replay:
         """The trace once: lead-in, the streams, tail; False when the deadline cut it short
         (no request is issued after it)."""
         self.partial, self.read_in_pass = 0.0, 0
+        self.think_before_pass = self.think_s
         if not self.clock.think_until(think.lead_s, deadline):
             return False
         board = _Board()
@@ -132,7 +134,12 @@ class Replay:
             return False
         self.close_all()  # what the job left open closed at its end; the next pass opens anew
         self.passes, self.partial = self.passes + 1, 0.0
+        self.think_before_pass = self.think_s
         return True
+
+    def think_in_pass(self) -> float:
+        """The recorded think time replayed in the pass in hand (0 once a pass completed)."""
+        return self.think_s - self.think_before_pass
 
     def stream(self, k: int, clock: _Clock, board: _Board, deadline: float | None) -> bool:
         """Stream ``k``'s requests, each after what it waits for and its think time; False

@@ -55,8 +55,10 @@ class ReplayRecord:
     skipped_recorded: dict[str, int]  # recorded but not replayed (writes, failed requests)
     recorded: dict[str, Any]  # the recording's own figures (Trace.summary)
     predicted_wall_s: float | None  # the replay's wall per pass, when it completed
-    predicted_cpu_efficiency: float | None  # recorded CPU time x passes / wall
-    recorded_cpu_efficiency: float | None  # recorded CPU time / recorded wall
+    # The recorded job's CPU over the span replayed / (wall x its cores), at most 1
+    # (instore.replay.efficiency)
+    predicted_cpu_efficiency: float | None
+    recorded_cpu_efficiency: float | None  # recorded CPU / (recorded wall x its cores)
     error: str | None = None
     stopped_at: int | None = None  # index of the request that failed
     xrdreplay: dict[str, Any] | None = None
@@ -82,6 +84,13 @@ class ReplayRecord:
     overlapping_serialised: int = 0
     serialise_reason: str | None = None
     overlapping_replayed: int | None = None  # measured: sent while another was in flight
+    # The recorded job's CPU the replay stands for (whole passes, and a cut pass by the share
+    # of its think time replayed), the cores the job kept busy (its CPU over its wall, rounded
+    # up), and whether the replay's wall was shorter than that CPU needs on them: the job
+    # would be CPU-bound here, its efficiency 1 per core and its wall longer than the replay's
+    predicted_cpu_s: float | None = None
+    job_cores: int = 1
+    cpu_bound: bool | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
     record_version: int = REPLAY_RECORD_VERSION
     kind: str = "replay"

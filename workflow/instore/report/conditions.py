@@ -4,14 +4,22 @@ table of network, disk, limits and workers with units, and the full record one c
 The sweep records the conditions as nested JSON (``conditions`` in every row); flattening it
 gives dozens of keys like ``calibration.conditions.emulation.network.rtt_ms_bare``. Here each
 line is one thing a person checks, and the JSON stays in a collapsed ``<details>`` block.
+
+A site's sections can leave it in another state: the filesystem section formats its disk as xfs,
+and the latest record then says xfs while the site's other records were measured on ext4. The
+box shows what most records ran under (``prevailing``), and which sections ran under something
+else, and what.
 """
 
 from __future__ import annotations
 
 import html
 import json
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
+
+import pandas as pd
 
 from instore.summary.limits import from_calibration
 
@@ -87,12 +95,57 @@ def condition_rows(cond: Mapping[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def conditions_html(cond: Mapping[str, Any]) -> str:
-    """The short table, then the full recorded JSON in a collapsed block."""
+# Measured each run (they vary a little from run to run), not a state a section sets
+_MEASURED = ("rtt_ms_measured", "rtt_ms_bare")
+
+
+def _state(cond: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The short table's lines that describe a state (no calibration, no measured RTT)."""
+    emulation = dict(cond.get("emulation") or {})
+    if "network" in emulation:
+        emulation["network"] = {k: v for k, v in emulation["network"].items() if k not in _MEASURED}
+    rows = condition_rows({**cond, "emulation": emulation, "calibration": None})
+    return tuple(r for r in rows if r[0] != "calibrated limits")
+
+
+def _parsed(value: Any) -> dict[str, Any]:
+    if isinstance(value, str) and value:
+        return json.loads(value)
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def prevailing(rows: pd.DataFrame) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The conditions most of ``rows`` (a site's records: ``section``, ``start_time``,
+    ``conditions``) were measured under, the latest record's of that state; and, for each
+    section most of whose records ran under another state, (section, what differed)."""
+    if rows.empty or "conditions" not in rows:
+        return {}, []
+    rows = rows.sort_values("start_time")
+    conds = [_parsed(c) for c in rows["conditions"]]
+    states = [_state(c) for c in conds]
+    common = Counter(states).most_common(1)[0][0]
+    latest = max(i for i, s in enumerate(states) if s == common)
+    changed = []
+    for section, idx in pd.Series(range(len(rows)), index=rows["section"].to_numpy()).groupby(
+        level=0, sort=True
+    ):
+        own = Counter(states[i] for i in idx).most_common(1)[0][0]
+        if own != common:
+            differs = [f"{k} {v}" for k, v in own if (k, v) not in common]
+            changed.append((str(section), "; ".join(differs)))
+    return conds[latest], changed
+
+
+def conditions_html(cond: Mapping[str, Any], changed: list[tuple[str, str]] | None = None) -> str:
+    """The short table (``changed``: the sections measured under another state, and what),
+    then the full recorded JSON in a collapsed block."""
     left = ' style="text-align:left"'  # a notebook page right-aligns cells: this is prose
+    lines = list(condition_rows(cond))
+    if changed:
+        lines.insert(0, ("measured under", "these conditions, most records"))
+        lines += [(f"{section} section ran under", what) for section, what in changed]
     body = "".join(
-        f"<tr><th{left}>{html.escape(k)}</th><td{left}>{html.escape(v)}</td></tr>"
-        for k, v in condition_rows(cond)
+        f"<tr><th{left}>{html.escape(k)}</th><td{left}>{html.escape(v)}</td></tr>" for k, v in lines
     )
     full = html.escape(json.dumps(cond, indent=2, sort_keys=True))
     return (

@@ -15,7 +15,7 @@ import pandas as pd
 
 from instore.report import show
 from instore.report.plots import LIMIT_STYLE, interval_bars, panels
-from instore.report.sections import _has, statistics_table
+from instore.report.sections import page_of, statistics_table
 from instore.report.view import SiteView
 from instore.summary.interval import ratio_interval
 from instore.summary.recommend import format_name
@@ -47,19 +47,18 @@ def _order(frame: pd.DataFrame) -> list[str]:
     return list(keys.sort_values(["tree", "layout", "on"])[HOW])
 
 
-def _root_points(view: SiteView) -> pd.DataFrame:
-    """The root engine's points (both caches are measured there); all points if it has none."""
+def _root_points(view: SiteView) -> tuple[pd.DataFrame, list[str]]:
+    """The root engine's points (both caches are measured there; all points if it has none)
+    and their setups' order."""
     pts = labelled(view.points(SECTION))
     root = pts[pts["engine"] == "root"]
-    return root if len(root) else pts
+    pts = root if len(root) else pts
+    return pts, _order(pts)
 
 
-def format_wall(view: SiteView) -> None:
+@page_of(SECTION, _root_points)
+def format_wall(view: SiteView, pts: pd.DataFrame, order: list[str]) -> None:
     """Wall time and read calls per protocol, TTree against RNTuple, cache off and on."""
-    if not _has(view, SECTION):
-        return
-    pts = _root_points(view)
-    order = _order(pts)
     fig, axes = panels(2, width=6)
     for ax, metric, label in ((axes[0], "wall_s", "wall time (s)"),
                               (axes[1], "read_calls", "read calls per job")):  # fmt: skip
@@ -95,12 +94,9 @@ def _show_with_legend_below(fig: Any, ax: Any, n: int, key: str, caption: str) -
     show.figure(fig, key, caption)
 
 
-def format_throughput(view: SiteView) -> None:
+@page_of(SECTION, _root_points)
+def format_throughput(view: SiteView, pts: pd.DataFrame, order: list[str]) -> None:
     """MB/s per protocol and setup against the site's calibrated MB/s for that protocol."""
-    if not _has(view, SECTION):
-        return
-    pts = _root_points(view)
-    order = _order(pts)
     fig, axes = panels(1, width=8)
     ax = axes[0]
     _bars(ax, pts, "mb_per_s", "MB/s", order)
@@ -161,10 +157,9 @@ def speedup(points: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=[*columns, "rntuple"])
 
 
+@page_of(SECTION)
 def format_ratio(view: SiteView) -> None:
     """TTree against RNTuple per protocol: how many times faster RNTuple reads (> 1)."""
-    if not _has(view, SECTION):
-        return
     ratio = speedup(view.points(SECTION))
     if ratio.empty:
         show.note("TTree and RNTuple were not both measured on this site: no ratio to show.")
@@ -186,10 +181,9 @@ def format_ratio(view: SiteView) -> None:
     )
 
 
+@page_of(SECTION)
 def format_table(view: SiteView) -> None:
     """Per point medians, with format and cache state spelled out."""
-    if not _has(view, SECTION):
-        return
     pts = labelled(view.points(SECTION)).sort_values(["protocol", "engine", "format"])
     table = statistics_table(pts, SECTION)
     show.table(table, "Per point: medians with their 95% intervals (cache: TTreeCache for TTree, "

@@ -145,12 +145,16 @@ def table(
         if not has_interval(frame, metric):
             values = frame[source]
             if source in percent:
-                values = values.map(lambda v: "" if pd.isna(v) else f"{v:.0%}")
+                values = values.map(
+                    lambda v, s=source: "" if pd.isna(v) else f"{v:.0%}{show.over_mark(s, v)}"
+                )
             out[words] = values.to_list()
             continue
         intervals = [of(row, metric) for _, row in frame.iterrows()]
         shown = header(words, "ratio of medians" if source in ratios else "median")
-        out[shown] = [text(i, source in percent) for i in intervals]
+        out[shown] = [
+            text(i, source in percent) + show.over_mark(source, i.median) for i in intervals
+        ]
         groups.setdefault(tuple(count(i) for i in intervals), []).append(shown)
     order = list(out)
     if "expensive" in frame and frame["expensive"].fillna(False).astype(bool).any():

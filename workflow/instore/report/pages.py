@@ -14,7 +14,7 @@ import pandas as pd
 
 from instore.report import intervals
 from instore.report.compare import best_and_worst
-from instore.report.conditions import conditions_html
+from instore.report.conditions import conditions_html, prevailing
 from instore.summary.command import recommendations_path, summary_path
 from instore.summary.load import read_site, sections_present
 from instore.summary.sections import title
@@ -36,11 +36,6 @@ def _json(value: Any) -> dict[str, Any]:
 def _distinct(values: Iterable[Any]) -> str:
     found = sorted({str(v) for v in values if v is not None and v == v})
     return ", ".join(found) if found else "none"
-
-
-def latest_conditions(rows: pd.DataFrame) -> dict[str, Any]:
-    """The conditions the site's latest run recorded."""
-    return _json(rows.sort_values("start_time").iloc[-1]["conditions"])
 
 
 def site_facts(rows: pd.DataFrame) -> dict[str, str]:
@@ -108,7 +103,7 @@ def headline(results: Path, site: str) -> str:
 
 def _site_block(results: Path, site: str) -> str:
     rows = read_site(results, site)
-    cond = latest_conditions(rows)
+    cond, changed = prevailing(rows)
     name = html.escape(site)
     links = " | ".join(
         f'<a href="{site}/{s}.html">{html.escape(title(s))}</a>'
@@ -122,7 +117,7 @@ def _site_block(results: Path, site: str) -> str:
     return (
         f'<section class="instore-site"><h2 id="site-{name}"><a href="{site}/index.html">{name}</a></h2>'
         f"<p>{description}</p>{headline(results, site)}<p>Sections: {links}</p>"
-        f"<h3>Conditions</h3>{conditions_html(cond)}"
+        f"<h3>Conditions</h3>{conditions_html(cond, changed)}"
         f'<h3>Runs</h3><table class="instore-runs">{facts}</table></section>'
     )
 

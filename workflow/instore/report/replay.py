@@ -10,13 +10,14 @@ medians with their 95% interval over the point's repetitions (and its replays wi
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from instore.report import intervals, show
 from instore.report.plots import medians_and_errors, panel_per
-from instore.report.sections import _has, statistics_table
+from instore.report.sections import page_of, statistics_table
 from instore.report.view import SiteView
 
 SECTION = "replay"
@@ -56,12 +57,9 @@ def medians(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def replay_efficiency(view: SiteView) -> None:
+@page_of(SECTION, lambda view: panel_per(medians(view.rows(SECTION)), "trace", width=5.0))
+def replay_efficiency(view: SiteView, fig: Any, per_trace: list) -> None:
     """Predicted CPU efficiency per protocol, one panel per trace, against the recorded one."""
-    if not _has(view, SECTION):
-        return
-    med = medians(view.rows(SECTION))
-    fig, per_trace = panel_per(med, "trace", width=5.0)
     for ax, trace, part in per_trace:
         labels = [
             p if c == "-" else f"{p} ({c})"
@@ -84,8 +82,7 @@ def replay_efficiency(view: SiteView) -> None:
                 "its efficiency where it was recorded.")  # fmt: skip
 
 
+@page_of(SECTION)
 def replay_table(view: SiteView) -> None:
-    if not _has(view, SECTION):
-        return
     table = statistics_table(medians(view.rows(SECTION)), SECTION)
     show.table(table, "Replays per trace and protocol (median, 95% interval)", "replay_table")

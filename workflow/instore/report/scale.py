@@ -15,12 +15,14 @@ effect, a ratio of two medians, has its own (``instore.summary.interval.ratio_in
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 from instore.report import intervals, show
 from instore.report.plots import medians_and_errors, panel_per
-from instore.report.sections import _has, statistics_table
+from instore.report.sections import page_of, statistics_table
 from instore.report.view import SiteView
 from instore.summary.interval import ONE_MEASUREMENT, basis, ratio_interval
 from instore.summary.stats import cache_label
@@ -87,12 +89,9 @@ def effects(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out).sort_values(["protocol", "branches", "size_mb"]).reset_index(drop=True)
 
 
-def scale_effects(view: SiteView) -> None:
+@page_of(SECTION, lambda view: panel_per(effects(view.rows(SECTION)), "protocol", width=5.5))
+def scale_effects(view: SiteView, fig: Any, per_protocol: list) -> None:
     """Each effect against file size, one panel per protocol."""
-    if not _has(view, SECTION):
-        return
-    table = effects(view.rows(SECTION))
-    fig, per_protocol = panel_per(table, "protocol", width=5.5)
     for ax, protocol, part in per_protocol:
         for name, *_ in EFFECTS:
             if part[name].notna().any():
@@ -114,9 +113,8 @@ SETUP_WORDS = {"fileset": "file set", "protocol": "protocol", "branches": "branc
                "engine": "engine"}  # fmt: skip
 
 
+@page_of(SECTION)
 def scale_table(view: SiteView) -> None:
-    if not _has(view, SECTION):
-        return
     rows = view.rows(SECTION)
     cols = {**SETUP_WORDS, "size_mb": "file size (MB, ordered TTree)",
             **{name: name for name, *_ in EFFECTS},

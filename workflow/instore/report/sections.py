@@ -7,14 +7,23 @@ error bars and printed as ``median [low, high]`` (``instore.report.intervals``).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from instore.access import POSIX
 from instore.report import intervals, show
 from instore.report.conditions import conditions_html
-from instore.report.plots import interval_bars, interval_lines, iqr, limit_line, panels
+from instore.report.plots import (
+    interval_bars,
+    interval_lines,
+    iqr,
+    limit_line,
+    panels,
+)
 from instore.report.view import SiteView
 from instore.summary.load import read_skipped
 from instore.summary.sections import REGISTRY, statistics, title
@@ -26,6 +35,24 @@ def _has(view: SiteView, section: str) -> bool:
         return True
     show.note(no_runs_note(view, section))
     return False
+
+
+def page_of(
+    section: str, prepare: Callable[[SiteView], tuple[Any, ...]] = lambda view: ()
+) -> Callable[[Callable[..., None]], Callable[[SiteView], None]]:
+    """A page's part that draws only when the section has successful rows (otherwise the page
+    says why): the decorated function is called with the view and what ``prepare`` makes of
+    it, and is called by the notebooks with the view alone."""
+
+    def wrap(draw: Callable[..., None]) -> Callable[[SiteView], None]:
+        @functools.wraps(draw)
+        def part(view: SiteView) -> None:
+            if _has(view, section):
+                draw(view, *prepare(view))
+
+        return part
+
+    return wrap
 
 
 def no_runs_note(view: SiteView, section: str) -> str:
@@ -381,5 +408,6 @@ def conditions_table(view: SiteView) -> None:
     """The conditions and calibrated limits the results were measured under: a short table,
     the full record in a collapsed block."""
     show._display(
-        f"<p><b>Conditions recorded with the runs</b></p>{conditions_html(view.conditions())}"
+        "<p><b>Conditions recorded with the runs</b></p>"
+        + conditions_html(*view.conditions_by_section())
     )

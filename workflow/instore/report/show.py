@@ -48,13 +48,32 @@ def number(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
+OVER_MARK = " (!)"
+OVER_NOTE = (
+    f"{OVER_MARK.strip()}: a CPU efficiency above 100% per core: the job spent CPU beyond the "
+    "cores it was given (its client library's threads), or its figure counts CPU its wall did not "
+    "span; read it as 100%."
+)
+
+
+def over_mark(column: str, value: float) -> str:
+    """OVER_MARK after an efficiency above 1 (``column`` names an efficiency), else nothing."""
+    return OVER_MARK if "efficiency" in column and value > 1 else ""
+
+
 def table(
     frame: pd.DataFrame, caption: str, key: str | None = None, percent: tuple[str, ...] = ()
 ) -> None:
-    """A table with its caption; ``percent`` columns are shown as percentages."""
+    """A table with its caption; ``percent`` columns are shown as percentages, and an
+    efficiency above 100% is marked and explained under the caption, never shown bare."""
     shown = frame.copy()
     for col in percent:
-        shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else f"{v:.0%}")
+        shown[col] = shown[col].map(
+            lambda v, c=col: "" if pd.isna(v) else f"{v:.0%}{over_mark(str(c), v)}"
+        )
+    marked = shown.map(lambda v: isinstance(v, str) and v.endswith(OVER_MARK))
+    if marked.any().any():
+        caption = f"{caption} {OVER_NOTE}"
     ident = f' id="{anchor(key)}"' if key else ""
     body = shown.to_html(index=False, float_format=number, na_rep="", border=0)
     _display(f'<div{ident} class="instore-table"><p><b>{html.escape(caption)}</b></p>{body}</div>')

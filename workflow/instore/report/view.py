@@ -16,6 +16,7 @@ import pandas as pd
 
 from instore.calibration import read_calibration
 from instore.errors import InstoreError
+from instore.report.conditions import prevailing
 from instore.summary.command import recommendations_path, summary_path
 from instore.summary.limits import Limits, from_calibration
 from instore.summary.load import read_section, sections_present
@@ -67,11 +68,15 @@ class SiteView:
         return json.loads(recommendations_path(self.results, self.site).read_text())
 
     def conditions(self) -> dict[str, Any]:
-        """The emulation and calibration the sweep recorded with the site's latest run."""
+        """The emulation and calibration the sweep recorded with most of the site's records."""
+        return self.conditions_by_section()[0]
+
+    def conditions_by_section(self) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        """What most of the site's records ran under, and the sections that ran under other
+        conditions, with what differed (``report.conditions.prevailing``)."""
         if not self.sections:
-            return {}
+            return {}, []
         rows = pd.concat([read_section(self.results, self.site, s) for s in self.sections])
         if rows.empty or "start_time" not in rows:
-            return {}
-        latest = rows.sort_values("start_time").iloc[-1]
-        return json.loads(latest["conditions"]) if isinstance(latest["conditions"], str) else {}
+            return {}, []
+        return prevailing(rows)

@@ -177,6 +177,20 @@ def ratio_interval(a: Groups, b: Groups, level: float = LEVEL) -> Ratio:
     return Ratio(value, lo, hi, na, nb)
 
 
+# At most this many measurements on a side, a bootstrapped median takes only their values: the
+# interval spans about their range, and a median beside the largest sits on its edge.
+FEW_RUNS = 3
+
+
+def few_runs(ratio: Ratio) -> str:
+    """``, from 3 and 2 runs: a wide interval`` when a side rests on FEW_RUNS measurements or
+    fewer (seen: 1.08x [0.974-1.08], two of three runs 0.396 s and 0.397 s, the third 0.357 s:
+    the estimate is the data's, the interval their range); empty otherwise."""
+    if not ratio.has_interval or min(ratio.n_a, ratio.n_b) > FEW_RUNS:
+        return ""
+    return f", from {ratio.n_a} and {ratio.n_b} runs: a wide interval"
+
+
 def change(ratio: Ratio, noise: float = 0.0, higher_is_better: bool = False) -> str:
     """``faster``, ``slower`` or ``unchanged`` for a ratio after/before of a figure: a change
     counts only when its interval excludes 1 and it exceeds the machine's drift ``noise`` (a

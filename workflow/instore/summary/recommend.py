@@ -31,7 +31,7 @@ from instore.summary.advice_caching import (
 )
 from instore.summary.advice_format import format_advice, format_name
 from instore.summary.figures import link
-from instore.summary.interval import Ratio
+from instore.summary.interval import Ratio, few_runs
 
 __all__ = [
     "EFFICIENCY_FLOOR", "WALL_TOLERANCE", "Recommendation", "access_method", "break_even_ms",
@@ -134,10 +134,7 @@ def layout(stats: pd.DataFrame) -> Recommendation | None:
             ratios[cache_setting] = ratio(slow, fast)
     if not ratios:
         return None
-    parts = [
-        f"{r.text()} with the cache {'at ROOT default' if c == 'default' else c}"
-        for c, r in ratios.items()
-    ]
+    phrases = [_layout_phrase(c, r) for c, r in ratios.items()]
     slower = [r for r in ratios.values() if r.value > 1 and (r.differs or not r.has_interval)]
     if slower:
         verdict = "Write files ordered (clustered by entry)"
@@ -145,10 +142,19 @@ def layout(stats: pd.DataFrame) -> Recommendation | None:
         verdict = f"Layout makes {NO_DIFFERENCE} here"
     else:
         verdict = "Layout matters little"
-    text = f"{verdict}: unordered files take {', '.join(parts)} the wall time of ordered ones."
+    text = f"{verdict}: {'; '.join(phrases)}."
     evidence = {"unordered_over_ordered": {k: as_evidence(v) for k, v in ratios.items()}}
     text += single_note(*ratios.values())
     return Recommendation("layout", text, link("layout_wall"), evidence)
+
+
+def _layout_phrase(cache_setting: str, r: Ratio) -> str:
+    """Unordered over ordered at one cache setting; an interval that includes 1 names no
+    difference, whatever side of 1 its point estimate falls on."""
+    where = f"with the cache {'at ROOT default' if cache_setting == 'default' else cache_setting}"
+    if r.has_interval and not r.differs:
+        return f"{where}, {NO_DIFFERENCE} ({r.text()}{few_runs(r)})"
+    return f"{where}, unordered files take {r.text()} the wall time of ordered ones"
 
 
 def _best_readahead(part: pd.DataFrame) -> tuple[str, str, Ratio] | None:
