@@ -191,9 +191,10 @@ def test_a_section_without_runs_names_the_possible_reasons_and_the_sweep_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A site without posix (the WAN profile) has an empty readahead table: instead of an empty
-    figure the page names the reasons a point is skipped (a section run on other sites, a
-    protocol the site lacks, with those it offers) and the log that says which; it once named
-    the protocols alone, wrong for a section limited to other sites."""
+    figure the page names the reasons a point is skipped (what its section needs, a section kept
+    to other sites of the profile, a protocol the site lacks, with those it offers) and the log
+    that says which, where no sweep kept its reasons (skipped.json: test_sweep_skip); it once
+    named the protocols alone, wrong for a section limited to other sites."""
     from instore.report import sections, show
 
     records = rows().query("site == 'fixture-cold' and section == 'protocols'")
@@ -209,8 +210,9 @@ def test_a_section_without_runs_names_the_possible_reasons_and_the_sweep_log(
     sections.readahead(sections.SiteView.load("fixture-cold", results))
     assert not any(m.startswith("<figure") for m in shown)
     note = next(m for m in shown if "No successful runs were recorded for readahead" in m)
-    # it does not know which reason skipped the points: it names them all and the sweep's log
-    assert "none of its points was measured here" in note and "`sites:`" in note
+    # no sweep kept its reasons here: it names them all and the sweep's log
+    assert "none of its points was measured here" in note and "`budget_sites:`" in note
+    assert "`needs:`" in note
     assert f"this site offers {', '.join(offered)}" in note and "sweep.log" in note
 
 
