@@ -170,7 +170,7 @@ def test_sections_draw_with_one_level_of_each_knob(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A tiny site (one layout, one protocol, one engine) still gets every figure."""
-    from instore.report import sections, show
+    from instore.report import jobfill, sections, show
 
     records = rows().query("site == 'fixture-cold' and layout == 'ordered' and engine == 'root'")
     records = records[records["protocol"].isin(["posix", "xrootd"])]
@@ -180,7 +180,7 @@ def test_sections_draw_with_one_level_of_each_knob(
     monkeypatch.setattr(show, "_display", shown.append)
     view = sections.SiteView.load("fixture-cold", results)
     for draw in (sections.layout_wall, sections.cache_reads, sections.protocol_efficiency,
-                 sections.readahead, sections.jobfill):  # fmt: skip
+                 sections.readahead, jobfill.jobfill):  # fmt: skip
         draw(view)
     figures = [m for m in shown if m.startswith("<figure")]
     assert len(figures) == 5

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from instore.report import intervals, sections
+from instore.report import intervals, jobfill, sections
 from instore.summary import sections as registry
 from instore.summary.command import summarize, write
 
@@ -22,7 +22,7 @@ TABLES: dict[str, Callable[[sections.SiteView], None]] = {
     "cache": sections.cache_table,
     "protocols": sections.protocol_table,
     "readahead": sections.readahead_table,
-    "jobfill": sections.jobfill_table,
+    "jobfill": jobfill.jobfill_table,
 }
 
 

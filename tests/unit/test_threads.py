@@ -212,6 +212,7 @@ def test_the_jobfill_page_puts_jobs_of_two_threads_beside_two_jobs(
 ) -> None:
     """1 job x 2 threads and 2 jobs x 1 thread ask the same cores: the table says so, and the
     figure's x is the cores asked once the section has jobs of more than one thread."""
+    from instore.report import jobfill as jobfill_page
     from instore.report import sections, show
     from instore.summary.command import summarize, write
     from instore.summary.recommend import jobfill
@@ -226,8 +227,8 @@ def test_the_jobfill_page_puts_jobs_of_two_threads_beside_two_jobs(
     shown: list[str] = []
     monkeypatch.setattr(show, "_display", shown.append)
     view = sections.SiteView.load("fixture-cold", results)
-    sections.jobfill_table(view)
-    sections.jobfill(view)
+    jobfill_page.jobfill_table(view)
+    jobfill_page.jobfill(view)
     assert "cores asked (jobs x threads)" in shown[0] and "threads per job" in shown[0]
     assert any(m.startswith("<figure") for m in shown[1:])
     advice = jobfill(view.stats)

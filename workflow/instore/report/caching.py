@@ -7,7 +7,7 @@ import pandas as pd
 
 from instore.report import show
 from instore.report.plots import interval_lines, panels
-from instore.report.sections import _has, statistics_table
+from instore.report.sections import has_runs, statistics_table
 from instore.report.view import SiteView
 
 SECTION = "caching"
@@ -30,7 +30,7 @@ def caching(view: SiteView) -> None:
     dotted lines mark where a warm XCache starts to beat direct reads."""
     from instore.summary.recommend import EFFICIENCY_FLOOR, break_even_ms, caching_curves
 
-    if not _has(view, SECTION):
+    if not has_runs(view, SECTION):
         return
     pts = _caching_points(view)
     curves = caching_curves(view.stats)
@@ -65,7 +65,7 @@ def caching(view: SiteView) -> None:
 def caching_table(view: SiteView) -> None:
     """Per point: the RTT asked and measured, and what crossed the link against what the
     jobs read (a warm cache's point moves next to nothing)."""
-    if not _has(view, SECTION):
+    if not has_runs(view, SECTION):
         return
     pts = _caching_points(view).sort_values(["reads", "method", "rtt_ms"])
     table = statistics_table(pts, SECTION)

@@ -26,7 +26,7 @@ import pandas as pd
 
 from instore.report import intervals, show
 from instore.report.plots import interval_lines, medians_and_errors, panels
-from instore.report.sections import _has, statistics_table
+from instore.report.sections import has_runs, statistics_table
 from instore.report.view import SiteView
 from instore.site.loadguard import STOP_COLUMN
 from instore.study.grid import KNOBS
@@ -240,7 +240,7 @@ def _section_points(view: SiteView, section: str) -> pd.DataFrame:
 
 def load_curves(view: SiteView, section: str = "load") -> None:
     """Throughput, efficiency and read latency against clients, one line per setup."""
-    if not _has(view, section):
+    if not has_runs(view, section):
         return
     table = _section_points(view, section)
     fig, axes = panels(3, width=4.2)
@@ -265,7 +265,7 @@ def load_curves(view: SiteView, section: str = "load") -> None:
 
 def load_saturation(view: SiteView, section: str = "load") -> None:
     """Each resource's use against clients: the one that reaches its limit first."""
-    if not _has(view, section):
+    if not has_runs(view, section):
         return
     table = _section_points(view, section)
     setups = list(table.groupby("setup", sort=False))
@@ -326,7 +326,7 @@ def ramp_note(view: SiteView, section: str = "load") -> None:
 
 
 def load_table(view: SiteView, section: str = "load") -> None:
-    if not _has(view, section):
+    if not has_runs(view, section):
         return
     ramp_note(view, section)
     table = _section_points(view, section)

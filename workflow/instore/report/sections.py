@@ -29,7 +29,7 @@ from instore.summary.load import read_skipped
 from instore.summary.sections import REGISTRY, statistics, title
 
 
-def _has(view: SiteView, section: str) -> bool:
+def has_runs(view: SiteView, section: str) -> bool:
     """True when the section has successful rows; otherwise say so on the page."""
     if section in view.sections and len(view.points(section)):
         return True
@@ -47,7 +47,7 @@ def page_of(
     def wrap(draw: Callable[..., None]) -> Callable[[SiteView], None]:
         @functools.wraps(draw)
         def part(view: SiteView) -> None:
-            if _has(view, section):
+            if has_runs(view, section):
                 draw(view, *prepare(view))
 
         return part
@@ -97,7 +97,7 @@ def statistics_table(
 
 def points_table(view: SiteView, section: str) -> None:
     """The section's per-point medians (with their intervals) under words."""
-    if not _has(view, section):
+    if not has_runs(view, section):
         return
     show.table(statistics_table(view.points(section), section),
                "Per point: medians with their 95% intervals")  # fmt: skip
@@ -177,7 +177,7 @@ def _fastest_read_s(view: SiteView, rows: pd.DataFrame) -> float | None:
 
 def layout_wall(view: SiteView) -> None:
     """Wall time and ROOT's disk time per layout, TTreeCache off and on."""
-    if not _has(view, "layout"):
+    if not has_runs(view, "layout"):
         return
     pts = _hue(view.points("layout"), "cache", "protocol")
     fig, axes = panels(2)
@@ -215,7 +215,7 @@ def cache_reads(view: SiteView) -> None:
     """Read calls, bytes read and read rate against TTreeCache size (the seeds' figure)."""
     import seaborn as sns
 
-    if not _has(view, "cache"):
+    if not has_runs(view, "cache"):
         return
     rows = view.rows("cache")
     order = _cache_order(rows)
@@ -247,7 +247,7 @@ def cache_table(view: SiteView) -> None:
 
 def protocol_table(view: SiteView) -> None:
     """CPU efficiency per protocol and engine, the seeds' dcap/xroot table."""
-    if not _has(view, "protocols"):
+    if not has_runs(view, "protocols"):
         return
     pts = view.points("protocols").sort_values(["protocol", "engine"])
     one_layout = ("layout",) if pts["layout"].nunique() == 1 else ()
@@ -257,7 +257,7 @@ def protocol_table(view: SiteView) -> None:
 
 
 def protocol_efficiency(view: SiteView) -> None:
-    if not _has(view, "protocols"):
+    if not has_runs(view, "protocols"):
         return
     pts = _hue(view.points("protocols"), "engine", "layout")
     fig, axes = panels(2)
@@ -279,7 +279,7 @@ def protocol_efficiency(view: SiteView) -> None:
 def readahead(view: SiteView) -> None:
     """Throughput, client bytes wasted and the disk's amplification against readahead size,
     full vs sparse reads: the client reads baskets exactly, the disk's readahead may not."""
-    if not _has(view, "readahead"):
+    if not has_runs(view, "readahead"):
         return
     pts = view.points("readahead").dropna(subset=["readahead_kb"])
     pts = pts.assign(reads=pts["branches"].map(lambda b: "full" if b == "all" else f"sparse ({b})"),
@@ -305,61 +305,6 @@ def readahead(view: SiteView) -> None:
 
 def readahead_table(view: SiteView) -> None:
     points_table(view, "readahead")
-
-
-# --- jobfill ------------------------------------------------------------------------------
-
-
-def jobfill_table(view: SiteView) -> None:
-    """Per-job CPU efficiency and aggregate event rate per fill (the seeds' 1/2/8 jobs table)."""
-    if not _has(view, "jobfill"):
-        return
-    table = statistics_table(_with_cores(view.points("jobfill")), "jobfill")
-    show.table(table, "Jobs per node: efficiency per job, aggregate event rate (all jobs' events "
-               "over the longest job, one value per repetition)", "jobfill_table")  # fmt: skip
-
-
-def _with_workload(frame: pd.DataFrame) -> pd.DataFrame:
-    """A ``workload`` column naming what each job does: protocol and CPU per event (and its
-    threads, where the section has jobs of more than one)."""
-    labels = [
-        f"{p}, {c:g} us CPU/event" for p, c in zip(frame["protocol"], frame["cpu_us"], strict=True)
-    ]
-    if frame["threads"].nunique() > 1:
-        labels = [f"{w}, {t} thread(s)/job" for w, t in zip(labels, frame["threads"], strict=True)]
-    return frame.assign(workload=labels)
-
-
-def _with_cores(frame: pd.DataFrame) -> pd.DataFrame:
-    """Threads per job (1 where records predate the axis), how they were used, and the cores a
-    point asks of a node: jobs x threads, so 1 job of 2 threads sits beside 2 jobs of 1."""
-    threads = frame["threads"].fillna(1).astype(int) if "threads" in frame else 1
-    mode = frame["mt_mode"].fillna("") if "mt_mode" in frame else ""
-    return frame.assign(threads=threads, mt_mode=mode, cores=frame["fill"] * threads)
-
-
-def jobfill(view: SiteView) -> None:
-    if not _has(view, "jobfill"):
-        return
-    pts = _with_workload(_with_cores(view.points("jobfill")))
-    style = "cache" if pts["cache"].nunique() > 1 else None
-    # jobs of several threads: against the cores asked, so 1 x 2 and 2 x 1 share an x
-    x, words = ("cores", "cores asked (jobs x threads)") if pts["threads"].nunique() > 1 else (
-        "fill", "concurrent jobs per node")  # fmt: skip
-    fig, axes = panels(2)
-    interval_lines(axes[0], pts, x, "cpu_efficiency", "workload", style=style)
-    axes[0].set(xlabel=words, ylabel="CPU efficiency per job (over wall x threads)", ylim=(0, 1.05))
-    interval_lines(axes[1], pts, x, "aggregate_event_rate_hz", "workload", style=style)
-    axes[1].set(xlabel=words, ylabel="events/s, all jobs")
-    fills = sorted(pts[x].unique())
-    for ax in axes:
-        ax.set_xticks(fills, [str(f) for f in fills])
-    axes[0].legend(fontsize=8)
-    limit = pts["limit_event_rate_hz"].median()
-    limit_line(axes[1], None if pd.isna(limit) else float(limit), "calibrated limit")
-    show.figure(fig, "jobfill", "CPU efficiency per job and aggregate event rate against jobs "
-                "per node (median per point; bars: 95% interval over repetitions and jobs, the "
-                "aggregate's over repetitions).")  # fmt: skip
 
 
 # --- overview -----------------------------------------------------------------------------
