@@ -91,8 +91,10 @@ def test_the_study_makes_every_report(study: tuple[Path, subprocess.CompletedPro
             ran = section in SECTIONS_OF[site]
             table = pd.read_parquet(work / "results" / site / f"{section}.parquet")
             assert (len(table) > 0) == ran, (site, section)
-            # a section run on the other site only says so, not that a protocol is missing
-            assert ("none of its points was measured here" in report) == (not ran)
+            # a section run on the other site only says so, naming the reason the sweep kept
+            said = f"No point of {section} ran on {site}: "
+            assert (said in report) == (not ran)
+            assert ("only of profile tiny's own sites (its budget_sites)" in report) == (not ran)
         overview = (work / "reports" / site / "index.html").read_text()
         assert 'href="jobfill.html#fig-jobfill"' in overview
     assert (work / "reports" / "compare.html").is_file()

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from instore.site import load_site
 from instore.study import SECTIONS, load_study
 from instore.sweep.options import SweepOptions
 from instore.sweep.plan import plan
 
 from tests.cli import Cli
-from tests.conftest import SMALL_EVENTS
+from tests.conftest import SMALL_EVENTS, write_real_site
 from tests.integration.conftest import POINTS, sweep_args
 
 pytestmark = pytest.mark.integration
@@ -109,3 +110,23 @@ def test_unknown_site_fails_before_measuring(study_env: dict[str, Path], cli: Cl
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "no-such-site" in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_a_site_without_posix_runs_a_posix_section_over_its_fuse_mount(
+    study_env: dict[str, Path], cli: Cli, tmp_path: Path
+) -> None:
+    """The layout section names posix only; a real site whose only endpoint is a (FUSE-like)
+    mount runs it there instead of skipping it, and its records and the sweep's log say so."""
+    site = write_real_site(tmp_path / "mount.yaml", {"fuse": f"{study_env['data']}/{{file}}"},
+                           name="mount")  # fmt: skip
+    study = tmp_path / "layout.yaml"
+    data = yaml.safe_load(study_env["study"].read_text())
+    data["profiles"]["t"]["sections"] = {"layout": {"layout": ["ordered"], "cache_mb": [0]}}
+    study.write_text(yaml.safe_dump(data))
+    results = tmp_path / "results"
+    done = cli(*sweep_args(study_env, results, site=site, study=study), timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "section layout runs over fuse in place of posix" in done.stdout
+    table = pd.read_parquet(results / "mount" / "layout.parquet")
+    assert len(table) == 1 and (table["status"] == "ok").all()
+    assert list(table["protocol"]) == ["fuse"] and list(table["substitutes"]) == ["posix"]
