@@ -137,4 +137,4 @@ def test_bad_hand_written_profile_is_one_line(tmp_path: Path, change: dict, says
 def test_missing_profile_names_the_fit(tmp_path: Path) -> None:
     with pytest.raises(InstoreError) as err:
         site_profile(tmp_path, "lan-hdd")
-    assert "instore predict fit lan-hdd" in err.value.fix
+    assert "instore predict --fit lan-hdd" in err.value.fix

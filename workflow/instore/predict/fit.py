@@ -52,7 +52,7 @@ GROUP_KEYS = ("layout", "branches", "entry_fraction", "events", "file_size", "en
 XCACHE_LOCAL_RTT_MS = 0.05  # a worker to a cache on its own LAN: not measured
 
 
-def _conditions(record: dict[str, Any]) -> dict[str, Any]:
+def conditions_of(record: dict[str, Any]) -> dict[str, Any]:
     cond = record.get("conditions")
     if isinstance(cond, str):
         try:
@@ -77,7 +77,7 @@ def payload_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _cpu(r: dict[str, Any]) -> float:
+def cpu_of(r: dict[str, Any]) -> float:
     return float(r.get("user_s") or 0.0) + float(r.get("sys_s") or 0.0)
 
 
@@ -103,7 +103,7 @@ def fit_client_cpu(points: Sequence[dict[str, Any]]) -> tuple[Param, Param]:
             continue
         calls = np.array([float(r["read_calls"]) for r in members])
         mb = np.array([float(r["bytes_read"]) / 1e6 for r in members])
-        cpu = np.array([_cpu(r) for r in members])
+        cpu = np.array([cpu_of(r) for r in members])
         rows.extend(zip(calls - calls.mean(), mb - mb.mean(), strict=True))
         y.extend(cpu - cpu.mean())
     n = len(y)
@@ -144,7 +144,7 @@ def fit_protocols(points: Sequence[dict[str, Any]], rtt_s: float, bw: float, seq
     out = {}
     for name, members in sorted(by_proto.items()):
         calls = np.array([float(r["read_calls"]) for r in members])
-        away = np.array([max(0.0, float(r["wall_s"]) - _cpu(r)) for r in members])
+        away = np.array([max(0.0, float(r["wall_s"]) - cpu_of(r)) for r in members])
         base = np.array([io_terms(r, rtt_s, bw, seq, seek_s) for r in members])
         resid = away - base
         denom = float(np.dot(calls, calls))
@@ -222,7 +222,7 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
     """The site's profile from its calibration and its records (only the payload sections'
     are used)."""
     points = payload_records(records)
-    cond = _conditions(points[0]) if points else {}
+    cond = conditions_of(points[0]) if points else {}
     calib = calibration or cond.get("calibration") or {}
     emulation = cond.get("emulation") or calib.get("conditions", {}).get("emulation") or {}
     if not calib and not emulation:
@@ -257,7 +257,7 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
     cpu_req, cpu_mb = fit_client_cpu(points)
     quality = None
     if points:
-        pred = np.array([_cpu(r) + io_terms(r, rtt_s, bw_b, seq_b, seek_s)
+        pred = np.array([cpu_of(r) + io_terms(r, rtt_s, bw_b, seq_b, seek_s)
                          + float(r["read_calls"]) * (protocols[str(r["protocol"])].request_ms.value or 0.0) / 1e3
                          for r in points])  # fmt: skip
         meas = np.array([float(r["wall_s"]) for r in points])

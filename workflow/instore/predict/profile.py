@@ -20,7 +20,7 @@ from instore.errors import InstoreError
 
 PROFILE_VERSION = 1
 FILE_NAME = "profile.json"
-PROFILE_HINT = "write it with `instore predict fit SITE`, or by hand as docs/predict.md shows"
+PROFILE_HINT = "write it with `instore predict --fit SITE`, or by hand as docs/predict.md shows"
 
 
 @dataclass(frozen=True)
@@ -203,7 +203,7 @@ def site_profile(results: Path, site: str) -> Profile:
     if not path.is_file():
         raise InstoreError(
             f"{path}: site {site} has no profile",
-            f"fit one with `instore predict fit {site}` after its sweeps, or give a "
+            f"fit one with `instore predict --fit {site}` after its sweeps, or give a "
             "hand-written profile's path (docs/predict.md)",
         )
     return read_profile(path)
