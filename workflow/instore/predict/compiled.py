@@ -5,11 +5,17 @@ streams (``instore.replay.streams``)."""
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from instore.errors import InstoreError
 from instore.replay.streams import plan
 from instore.replay.trace import READ_OPS, Request, Trace
+
+# One request as the disk sees it: its first offset, its last byte's end, the seeks between
+# its chunks (a chunk not within the readahead after the previous one's end), its bytes
+Piece = tuple[int, int, int, int]
 
 # Operation codes of a compiled trace
 OPEN, CLOSE, STAT, READ, OTHER = range(5)
@@ -40,6 +46,8 @@ class Compiled:
     requests: int
     reads: int
     bytes_read: int
+    # what the model derives once per protocol and profile shape (read_plan, block_plan)
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def think_s(self) -> float:
@@ -96,3 +104,60 @@ def compile_trace(trace: Trace, serialise: bool = False) -> Compiled:
         reads=len(reads),
         bytes_read=sum(r.nbytes for r in reads),
     )
+
+
+def split(chunks: Sequence[tuple[int, int]], vector: bool, max_read: float | None,
+          ) -> list[tuple[tuple[int, int], ...]]:  # fmt: skip
+    """The requests one recorded read becomes on the protocol: one (a vector read where the
+    protocol has them), one per chunk, and each split into reads of at most ``max_read``."""
+    out: list[tuple[tuple[int, int], ...]] = []
+    groups = [tuple(chunks)] if vector else [(c,) for c in chunks]
+    for group in groups:
+        if max_read is None or all(s <= max_read for _, s in group):
+            out.append(group)
+            continue
+        for off, size in group:
+            step = int(max_read)
+            out.extend(((o, min(step, off + size - o)),) for o in range(off, off + size, step))
+    return out
+
+
+def piece(chunks: Sequence[tuple[int, int]], readahead: float) -> Piece:
+    """A request's chunks as the disk sees them (``Piece``)."""
+    seeks, prev = 0, None
+    for off, size in chunks:
+        if prev is not None and not (prev <= off <= prev + readahead):
+            seeks += 1
+        prev = off + size
+    first = chunks[0][0] if chunks else 0
+    return first, prev if prev is not None else 0, seeks, sum(s for _, s in chunks)
+
+
+def read_plan(c: Compiled, vector: bool, max_read: float | None, readahead: float,
+              ) -> tuple[tuple[Piece, ...], ...]:  # fmt: skip
+    """Each request's reads on a protocol (none for what is not a read), memoised."""
+    key = ("reads", vector, max_read, readahead)
+    if key not in c.memo:
+        c.memo[key] = tuple(
+            tuple(piece(g, readahead) for g in split(ch, vector or not vec, max_read))
+            if op == READ else ()
+            for op, ch, vec in zip(c.ops, c.chunks, c.vector, strict=True)
+        )  # fmt: skip
+    return c.memo[key]
+
+
+def block_plan(c: Compiled, block: int) -> tuple[tuple[int, ...], ...]:
+    """Each request's cache blocks (indices, sorted), memoised."""
+    key = ("blocks", block)
+    if key not in c.memo:
+        c.memo[key] = tuple(
+            tuple(sorted({b for off, s in ch for b in range(off // block, (off + s - 1) // block + 1)}))
+            for ch in c.chunks
+        )  # fmt: skip
+    return c.memo[key]
+
+
+def blocks_piece(blocks: Sequence[int], block: int) -> Piece:
+    """Whole cache blocks as the origin's disk sees them: a seek at every gap."""
+    seeks = sum(1 for a, b in itertools.pairwise(blocks) if b != a + 1)
+    return blocks[0] * block, (blocks[-1] + 1) * block, seeks, len(blocks) * block

@@ -43,12 +43,21 @@ chain do not add to the wall, and are not counted).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from instore.errors import InstoreError
-from instore.predict.compiled import CLOSE, OPEN, READ, STAT, Compiled
+from instore.predict.compiled import (
+    CLOSE,
+    OPEN,
+    READ,
+    STAT,
+    Compiled,
+    Piece,
+    block_plan,
+    blocks_piece,
+    read_plan,
+)
 from instore.predict.profile import Profile
 
 MB = 1e6
@@ -104,30 +113,6 @@ class Prediction:
         return {**asdict(self), "waits_on": self.waits_on}
 
 
-class _Resources:
-    """The site's shared servers: the disk and the link, each a FIFO queue."""
-
-    def __init__(self) -> None:
-        self.disk_free = 0.0
-        self.link_free = 0.0
-
-
-def _pieces(chunks: Sequence[tuple[int, int]], vector: bool, max_read: float | None,
-            ) -> list[tuple[tuple[int, int], ...]]:  # fmt: skip
-    """The requests one recorded read becomes on the protocol: one (a vector read where the
-    protocol has them), one per chunk, and each split into reads of at most ``max_read``."""
-    out: list[tuple[tuple[int, int], ...]] = []
-    groups = [tuple(chunks)] if vector else [(c,) for c in chunks]
-    for group in groups:
-        if max_read is None or all(s <= max_read for _, s in group):
-            out.append(group)
-            continue
-        for off, size in group:
-            step = int(max_read)
-            out.extend(((o, min(step, off + size - o)),) for o in range(off, off + size, step))
-    return out
-
-
 def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = None) -> Prediction:
     """Simulate ``scenario.clients`` copies of the trace's job against the profile's site."""
     sc = scenario or Scenario()
@@ -174,19 +159,22 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
         cpu_mb = ((profile.client_cpu_mb_ms.value or 0.0)
                   - (sc.recorded_on.client_cpu_mb_ms.value or 0.0)) / 1000.0  # fmt: skip
 
-    res = _Resources()
     n = compiled.requests
-    ops, files, chunks, nbytes = compiled.ops, compiled.files, compiled.chunks, compiled.nbytes
-    before, dependents, vectors = compiled.before, compiled.dependents, compiled.vector
+    ops, files, nbytes = compiled.ops, compiled.files, compiled.nbytes
+    before, dependents = compiled.before, compiled.dependents
+    reads = read_plan(compiled, proto.vector, max_read, readahead)
+    blocks = block_plan(compiled, block) if sc.xcache == "cold" else ()
     lead = compiled.lead_s * stretch
+    free = [0.0, 0.0]  # when the disk, and the link, are next free (FIFO servers)
     pos: list[dict[int, int]] = [{} for _ in range(clients)]  # file -> the disk's last offset
-    held: list[set[tuple[int, int]]] = [set() for _ in range(clients)]  # cached (file, block)
+    held: list[set[int]] = [set() for _ in range(clients)]  # cached blocks (file-keyed)
     copied: list[set[int]] = [set() for _ in range(clients)]  # staged-in files
     connected = [False] * clients
     remaining = [list(compiled.deps) for _ in range(clients)]
     ready = [[0.0] * n for _ in range(clients)]
-    # each request's time on its critical path, by part (PARTS' order), and who set its start
-    path: list[list[list[float] | None]] = [[None] * n for _ in range(clients)]
+    # each request's own time by part (PARTS' order) and the request whose response set its
+    # start: the critical path is walked back from each client's last response at the end
+    own_of: list[list[list[float] | None]] = [[None] * n for _ in range(clients)]
     setter = [[-1] * n for _ in range(clients)]
     last = [(lead, -1)] * clients  # each client's latest response and its request
     heap: list[tuple[float, int, int]] = []
@@ -195,40 +183,36 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
             if compiled.deps[i] == 0:
                 heap.append((lead + before[i] * stretch, c, i))
     heapq.heapify(heap)
+    per_flow = 1.0 / flow
+    per_bw = 1.0 / bw
 
-    def disk(c: int, key: int, pieces: Sequence[tuple[int, int]], at: float,
-             ) -> tuple[float, float, float]:  # fmt: skip
-        """Queue a read on the disk at ``at``: (its start, its end, the seeks' time)."""
-        seeks = 0
-        size = 0
-        prev = pos[c].get(key)
-        for off, s in pieces:
-            if prev is None or not (prev <= off <= prev + readahead):
-                seeks += 1
-            prev = off + s
-            size += s
-        pos[c][key] = prev if prev is not None else 0
-        start = max(at, res.disk_free)
-        end = start + seeks * seek + size / seq
-        res.disk_free = end
-        return start, end, seeks * seek
-
-    def link(ready_at: float, size: int, first_byte: float) -> float:
-        """Send ``size`` bytes over the link: they start when the disk's first byte is there
-        and the link is free; done no sooner than the disk's last byte is ready."""
-        start = max(first_byte, res.link_free)
-        res.link_free = start + size / bw
-        return max(start + size / flow, ready_at, res.link_free)
-
-    def remote(c: int, key: int, pieces: Sequence[tuple[int, int]], t: float, hop: float,
-               cost: float, own: list[float]) -> float:  # fmt: skip
-        """One request across the link: a round trip, the server, the disk, the transfer."""
-        size = sum(s for _, s in pieces)
+    def remote(c: int, key: int, pc: Piece, t: float, hop: float, cost: float,
+               own: list[float]) -> float:  # fmt: skip
+        """One request across the link: a round trip, the server, the disk (a FIFO queue:
+        a seek unless it starts within the readahead after that file's last read, the seeks
+        between its chunks, its bytes at the sequential rate), the transfer (the link a FIFO
+        queue too, a flow no faster than its window)."""
+        first, end_off, seeks, size = pc
         arrive = t + hop / 2 + cost
-        d_start, d_end, d_seek = disk(c, key, pieces, arrive)
-        done = link(d_end, size, d_start + d_seek) + hop / 2
-        # the disk's streaming overlaps the transfer: only what the link does not hide counts
-        on_disk = d_seek + max(0.0, d_end - d_start - d_seek - size / flow)
+        prev = pos[c].get(key)
+        if prev is None or not (prev <= first <= prev + readahead):
+            seeks += 1
+        pos[c][key] = end_off
+        d_start = arrive if arrive > free[0] else free[0]
+        d_seek = seeks * seek
+        d_end = d_start + d_seek + size / seq
+        free[0] = d_end
+        if not size_on_link:
+            done = d_end
+            on_disk = d_end - d_start
+        else:
+            l_start = d_start + d_seek
+            if free[1] > l_start:
+                l_start = free[1]
+            free[1] = l_start + size * per_bw
+            done = max(l_start + size * per_flow, d_end, free[1]) + hop / 2
+            # the disk's streaming overlaps the transfer: only what the link does not hide
+            on_disk = d_seek + max(0.0, d_end - d_start - d_seek - size * per_flow)
         own[1] += hop
         own[2] += cost
         own[3] += on_disk
@@ -236,21 +220,7 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
         own[5] += done - t - hop - cost - (d_start - arrive) - on_disk
         return done
 
-    def cached(c: int, f: int, group: Sequence[tuple[int, int]], t: float,
-               own: list[float]) -> float:  # fmt: skip
-        size = sum(s for _, s in group)
-        if sc.xcache == "cold":
-            need = {(f, b) for off, s in group
-                    for b in range(off // block, (off + s - 1) // block + 1)}  # fmt: skip
-            missing = sorted(need - held[c])
-            if missing:
-                held[c].update(missing)
-                blocks = [(b * block, block) for _, b in missing]
-                t = remote(c, f, blocks, t, rtt, origin_server, own)
-        own[1] += c_rtt
-        own[5] += size / c_rate
-        return t + c_rtt + size / c_rate
-
+    size_on_link = not local
     while heap:
         t, c, i = heapq.heappop(heap)
         op = ops[i]
@@ -259,17 +229,22 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
         end = t
         if op == READ:
             if sc.xcache is not None:
-                end = cached(c, f, chunks[i], t, own)
+                if blocks:
+                    mine = held[c]
+                    missing = [b for b in blocks[i] if (f << 32) + b not in mine]
+                    if missing:
+                        mine.update((f << 32) + b for b in missing)
+                        end = remote(
+                            c, f, blocks_piece(missing, block), end, rtt, origin_server, own
+                        )
+                size = nbytes[i]
+                end += c_rtt + size / c_rate
+                own[1] += c_rtt
+                own[5] += size / c_rate
             elif not staged:  # staged: read from the worker's page cache after the copy
-                for group in _pieces(chunks[i], proto.vector or not vectors[i], max_read):
-                    if local:
-                        d_start, d_end, _ = disk(c, f, group, end + server)
-                        own[2] += server
-                        own[4] += d_start - end - server
-                        own[3] += d_end - d_start
-                        end = d_end
-                    else:
-                        end = remote(c, f, group, end, rtt, server, own)
+                hop = 0.0 if local else rtt
+                for pc in reads[i]:
+                    end = remote(c, f, pc, end, hop, server, own)
             extra = cpu_req + cpu_mb * nbytes[i] / MB
             if extra:
                 own[0] += extra
@@ -277,7 +252,8 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
         elif op == OPEN and staged and f not in copied[c]:
             copied[c].add(f)
             own[1] += rtt  # the copy's own open
-            end = remote(c, -1 - f, [(0, compiled.file_sizes[f])], t + rtt, rtt, server, own)
+            size = compiled.file_sizes[f]
+            end = remote(c, -1 - f, (0, size, 0, size), t + rtt, rtt, server, own)
         elif op == OPEN and not local and not staged:
             trips = 1 if connected[c] else 2  # a client's first open connects first
             connected[c] = True
@@ -289,12 +265,7 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
             hop = c_rtt if sc.xcache is not None else rtt
             end = t + hop
             own[1] += hop
-        k = setter[c][i]
-        base = path[c][k] if k >= 0 else None
-        think_i = before[i] * stretch + (0.0 if k >= 0 else lead)
-        mine = [a + b for a, b in zip(base, own, strict=True)] if base else own
-        mine[0] += think_i
-        path[c][i] = mine
+        own_of[c][i] = own
         if end >= last[c][0]:
             last[c] = (end, i)
         r = ready[c]
@@ -313,7 +284,13 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
     wall = sum(walls) / clients
     mean = dict.fromkeys(PARTS, 0.0)
     for c, (_, i) in enumerate(last):
-        chain = path[c][i] if i >= 0 else [lead] + [0.0] * 5
+        chain = [lead, 0.0, 0.0, 0.0, 0.0, 0.0]
+        while i >= 0:
+            own = own_of[c][i] or [0.0] * 6
+            for k in range(6):
+                chain[k] += own[k]
+            chain[0] += before[i] * stretch
+            i = setter[c][i]
         for k, v in zip(PARTS, chain, strict=True):
             mean[k] += v / clients
     mean["think"] += tail
