@@ -21,11 +21,13 @@ include: "workflow/rules/sites.smk"
 include: "workflow/rules/traces.smk"
 include: "workflow/rules/sweep.smk"
 include: "workflow/rules/reports.smk"
+include: "workflow/rules/predict.smk"
 
 
 rule all:
     input:
         "reports/index.html",
+        expand(f"{RESULTS}/{{site}}/profile.json", site=SITES),
     default_target: True
 
 

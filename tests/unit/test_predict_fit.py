@@ -138,3 +138,11 @@ def test_missing_profile_names_the_fit(tmp_path: Path) -> None:
     with pytest.raises(InstoreError) as err:
         site_profile(tmp_path, "lan-hdd")
     assert "instore predict --fit lan-hdd" in err.value.fix
+
+
+def test_a_real_site_without_calibration_gets_defaults_that_say_so() -> None:
+    rows = [{**r, "conditions": json.dumps({"workers": {"cores": 4}})} for r in synthetic()]
+    prof = fit_profile("mysite", None, rows)
+    assert prof.bandwidth_mbit.value == 1000.0 and "default" in prof.bandwidth_mbit.source
+    assert any("no calibration" in n for n in prof.notes)
+    assert prof.protocols["xrootd"].request_ms.fit is not None

@@ -49,7 +49,8 @@ MECHANICS: dict[str, dict[str, Any]] = {
 FAST_DISK = {"seq": 2000.0, "random_ms": 0.05}  # where nothing measured the disk: an SSD's
 GROUP_KEYS = ("layout", "branches", "entry_fraction", "events", "file_size", "engine",
               "pattern_cpu_us")  # fmt: skip
-XCACHE_LOCAL_RTT_MS = 0.05  # a worker to a cache on its own LAN: not measured
+XCACHE_LOCAL_RTT_MS = 0.05
+DEFAULT_LINK_MBIT = 1000.0  # a worker to a cache on its own LAN: not measured
 
 
 def conditions_of(record: dict[str, Any]) -> dict[str, Any]:
@@ -169,10 +170,8 @@ def _link(calib: dict[str, Any], emulation: dict[str, Any], rtt_ms: float) -> tu
         which = max(copies, key=lambda p: copies[p])
         bw = Param(best * 8.0, f"calibration: whole-file {which} copy ({best:.1f} MB/s)")
     else:
-        raise InstoreError(
-            "no link bandwidth: the calibration has no whole-file copy and the site no link",
-            "run `instore site calibrate SITE` first, or write the profile by hand",
-        )
+        bw = Param(DEFAULT_LINK_MBIT, "default: no whole-file copy calibrated and no link "
+                   "configured, a 1 Gbit/s LAN's (calibrate the site, or edit the profile)")  # fmt: skip
     window = Param(None, "does not bind: the fastest whole-file copy filled the link")
     if best and bw.value and best * 8.0 < 0.8 * bw.value and rtt_ms > 1.0:
         kb = best * 1e6 * rtt_ms / 1000.0 / 1024.0
@@ -225,7 +224,7 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
     cond = conditions_of(points[0]) if points else {}
     calib = calibration or cond.get("calibration") or {}
     emulation = cond.get("emulation") or calib.get("conditions", {}).get("emulation") or {}
-    if not calib and not emulation:
+    if not calib and not emulation and not points:
         raise InstoreError(
             f"site {site}: no calibration and no site description to fit a profile from",
             f"run `instore site calibrate {site}` and its sweeps first",
@@ -245,6 +244,8 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
         bw_b = min(bw_b, window.value * 1024 / rtt_s)
     seq_b, seek_s = (seq.value or 1.0) * 1e6, (rand.value or 0.0) / 1000.0
     notes = []
+    if not calib:
+        notes.append("no calibration: RTT, link and disk are the site's configuration or defaults")
     if not points:
         notes.append("no payload points: every protocol's server time is 0 (fit after the sweeps)")
     protocols = fit_protocols(points, rtt_s, bw_b, seq_b, seek_s)
