@@ -27,7 +27,7 @@ include: "workflow/rules/predict.smk"
 rule all:
     input:
         "reports/index.html",
-        expand(f"{RESULTS}/{{site}}/profile.json", site=SITES),
+        expand(f"{REPORTS}/{{site}}/whatif.html", site=SITES),
     default_target: True
 
 

@@ -19,3 +19,29 @@ rule predict_profile:
     shell:
         "instore predict --fit {wildcards.site} --results {params.results:q}"
         " > {log} 2>&1 || {{ tail -n 1 {log} >&2; false; }}"
+
+
+# Each site's "What if" page: every recorded analysis's predicted CPU efficiency there against
+# RTT, link, IOPS and clients, the measured replay and load points on the same axes.
+use rule execute_notebook as execute_whatif with:
+    input:
+        notebook=str(NOTEBOOKS / "whatif.ipynb"),
+        profile=f"{RESULTS}/{{site}}/profile.json",
+        summary=f"{RESULTS}/{{site}}/summary.parquet",
+    output:
+        f"{REPORTS}/{{site}}/whatif.ipynb",
+    log:
+        f"{LOGS}/{{site}}/notebook-whatif.log",
+    wildcard_constraints:
+        site="[^/]+",
+
+
+use rule render_page as render_whatif with:
+    input:
+        f"{REPORTS}/{{site}}/whatif.ipynb",
+    output:
+        f"{REPORTS}/{{site}}/whatif.html",
+    log:
+        f"{LOGS}/{{site}}/render-whatif.log",
+    wildcard_constraints:
+        site="[^/]+",
