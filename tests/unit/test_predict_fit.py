@@ -19,6 +19,7 @@ IOPS = 2000.0
 SERVER_MS = {"xrootd": 0.4, "http": 1.5}
 CPU_REQ_US = 300.0
 CPU_MB_MS = 20.0
+OPEN_TRIPS = 6.0
 
 EMULATION = {"network": {"bandwidth_mbit": BW_MBIT, "rtt_ms_target": RTT_MS},
              "disk": {"read_iops": None, "read_mbps": None, "readahead_kb": 128},
@@ -31,12 +32,13 @@ def record(section: str, protocol: str, calls: int, mb: float, work: float, layo
     """One payload job made with the known parameters: its CPU (work plus the client's per
     call and per MB) and its wall (CPU plus round trips, server, disk, link)."""
     cpu = work + calls * CPU_REQ_US / 1e6 + mb * CPU_MB_MS / 1e3
-    io = ((calls + 2) * RTT_MS / 1e3 + mb * 8 / BW_MBIT + calls / IOPS + mb / SEQ
+    opened = OPEN_TRIPS * RTT_MS / 1e3
+    io = (opened + calls * RTT_MS / 1e3 + mb * 8 / BW_MBIT + calls / IOPS + mb / SEQ
           + calls * SERVER_MS[protocol] / 1e3)  # fmt: skip
     cond = {"workers": {"nodes": 1, "cores": 2}, "protocols": ["xrootd", "http", "fuse"],
             "emulation": EMULATION}  # fmt: skip
     return {"section": section, "protocol": protocol, "status": "ok", "read_calls": calls,
-            "bytes_read": int(mb * 1e6), "wall_s": cpu + io, "user_s": cpu * 0.9,
+            "bytes_read": int(mb * 1e6), "wall_s": cpu + io, "open_s": opened, "user_s": cpu * 0.9,
             "sys_s": cpu * 0.1, "cold": True, "layout": layout, "branches": "all",
             "entry_fraction": 1.0, "events": 1000, "file_size": 10**8, "engine": "root",
             "pattern_cpu_us": 0.0, "conditions": json.dumps(cond)}  # fmt: skip
@@ -65,6 +67,8 @@ def test_fit_recovers_known_parameters() -> None:
         got = prof.protocols[name].request_ms
         assert got.value == pytest.approx(ms, rel=1e-6), name
         assert got.fit and got.fit["points"] == 8 and got.fit["median_abs_error"] < 1e-9
+    opens = prof.protocols["xrootd"].open_round_trips
+    assert opens is not None and opens.value == pytest.approx(OPEN_TRIPS)
     assert prof.client_cpu_request_us.value == pytest.approx(CPU_REQ_US, rel=1e-6)
     assert prof.client_cpu_mb_ms.value == pytest.approx(CPU_MB_MS, rel=1e-6)
     assert prof.fit_quality and prof.fit_quality["within_10pct"] == 1.0
@@ -82,6 +86,23 @@ def test_a_slow_copy_on_a_long_link_shows_the_window() -> None:
     prof = fit_profile("wan", slow, synthetic())
     assert prof.tcp_window_kb.value == pytest.approx(5.0e6 * 0.025 / 1024)
     assert "x RTT" in prof.tcp_window_kb.source
+
+
+def test_a_window_no_copy_showed_is_fitted_from_the_payload_points() -> None:
+    """No whole-file copy in the calibration, and the points read at 2 MB/s per flow on a
+    100 Mbit/s link: the window that rate implies, with the request times still recovered."""
+    rate = 2e6
+    rows = []
+    for r in synthetic():
+        if r["section"] != "cache":
+            continue
+        slower = r["bytes_read"] / rate - r["bytes_read"] * 8 / (BW_MBIT * 1e6)
+        rows.append({**r, "wall_s": r["wall_s"] + slower})
+    prof = fit_profile("wan", {**CALIBRATION, "protocols": {}}, rows)
+    assert prof.tcp_window_kb.value == pytest.approx(rate * RTT_MS / 1e3 / 1024, rel=1e-6)
+    for name, ms in SERVER_MS.items():
+        assert prof.protocols[name].request_ms.value == pytest.approx(ms, rel=1e-6), name
+    assert prof.fit_quality and prof.fit_quality["within_10pct"] == 1.0
 
 
 def test_validation_sections_are_never_fitted() -> None:

@@ -8,12 +8,15 @@ What each parameter comes from:
 - ``bandwidth_mbit``: an emulated site's configured link; a real site's fastest whole-file
   copy in the calibration.
 - ``tcp_window_kb``: where the fastest whole-file copy came below 80% of the link and the RTT
-  is above 1 ms, the window that copy's rate implies (rate x RTT); otherwise it does not bind.
+  is above 1 ms, the window that copy's rate implies (rate x RTT); with no copy calibrated, one
+  flow's rate fitted jointly with the protocols' request times over the payload points; else
+  it does not bind.
 - ``disk_seq_mb_per_s`` and ``disk_random_ms``: the calibration's fio (1 MiB sequential, 4 KiB
   random: 1000 / IOPS); the emulated disk's limits, or a fast disk, where fio did not run.
 - each protocol's ``request_ms``: least squares over that protocol's payload points of their
-  time away from CPU (wall - user - sys) against read calls, after the round trips, disk and
-  transfer the other parameters give (clipped at 0).
+  time away from CPU after the open (wall - user - sys - open) against read calls, after the
+  round trips, disk and transfer the other parameters give (clipped at 0); its
+  ``open_round_trips``: the points' median open time over the RTT.
 - ``client_cpu_request_us`` and ``client_cpu_mb_ms``: least squares of the payload points' CPU
   against their read calls and MB read, within groups of points doing the same work (layout,
   branches, entries, events) so that only how they read differs.
@@ -29,8 +32,10 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -123,30 +128,55 @@ def fit_client_cpu(points: Sequence[dict[str, Any]]) -> tuple[Param, Param]:
     return Param(per_call * 1e6, src, fit), Param(per_mb * 1e3, src, fit)
 
 
-def io_terms(r: dict[str, Any], rtt_s: float, bw: float, seq: float, seek_s: float) -> float:
-    """A payload point's time away from CPU that the link and disk explain: its read calls'
-    round trips (two more for connecting and opening), its bytes over the link and, read
-    cold, a seek per read call and its bytes from the disk."""
+def away_of(r: dict[str, Any]) -> float:
+    """A payload point's time off CPU after its file's open (``open_s``: ROOT's or uproot's
+    open reads the header and metadata, a job's fixed cost, fitted apart as round trips)."""
+    return max(0.0, float(r["wall_s"]) - cpu_of(r) - float(r.get("open_s") or 0.0))
+
+
+def io_terms(r: dict[str, Any], rtt_s: float, per_byte: float, seq: float, seek_s: float) -> float:
+    """A payload point's time off CPU after its open that the link and disk explain: its read
+    calls' round trips, its bytes over the link (``per_byte``: seconds per byte of one flow)
+    and, read cold, a seek per read call and its bytes from the disk."""
     calls = float(r["read_calls"])
     size = float(r["bytes_read"])
     remote = r["protocol"] not in ("posix",)
-    t = (calls + 2) * rtt_s + size / bw if remote else 0.0
+    t = calls * rtt_s + size * per_byte if remote else 0.0
     if r.get("cold", True):
         t += calls * seek_s + size / seq
     return t
 
 
-def fit_protocols(points: Sequence[dict[str, Any]], rtt_s: float, bw: float, seq: float,
+def fit_per_byte(points: Sequence[dict[str, Any]], rtt_s: float, seq: float, seek_s: float,
+                 ) -> float | None:  # fmt: skip
+    """One flow's seconds per byte, fitted jointly with each protocol's time per request over
+    the remote payload points (least squares), where the points tell them apart (their bytes
+    and read calls vary independently); None where they do not."""
+    remote = [r for r in points if r["protocol"] != "posix"]
+    names = sorted({str(r["protocol"]) for r in remote})
+    if len(remote) < len(names) + 2:
+        return None
+    x = np.array([[float(r["read_calls"]) * (r["protocol"] == n) for n in names]
+                  + [float(r["bytes_read"])] for r in remote])  # fmt: skip
+    if np.linalg.matrix_rank(x / np.maximum(x.max(axis=0), 1e-12)) < x.shape[1]:
+        return None
+    y = np.array([away_of(r) - io_terms(r, rtt_s, 0.0, seq, seek_s) for r in remote])
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    return float(coef[-1]) if coef[-1] > 0 else None
+
+
+def fit_protocols(points: Sequence[dict[str, Any]], rtt_s: float, per_byte: float, seq: float,
                   seek_s: float) -> dict[str, Protocol]:  # fmt: skip
-    """Each protocol's server time per request, by least squares over its points."""
+    """Each protocol's server time per request, by least squares over its points, and its
+    open's round trips (the median of its points' open times over the RTT)."""
     by_proto: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in points:
         by_proto[str(r["protocol"])].append(r)
     out = {}
     for name, members in sorted(by_proto.items()):
         calls = np.array([float(r["read_calls"]) for r in members])
-        away = np.array([max(0.0, float(r["wall_s"]) - cpu_of(r)) for r in members])
-        base = np.array([io_terms(r, rtt_s, bw, seq, seek_s) for r in members])
+        away = np.array([away_of(r) for r in members])
+        base = np.array([io_terms(r, rtt_s, per_byte, seq, seek_s) for r in members])
         resid = away - base
         denom = float(np.dot(calls, calls))
         x = max(0.0, float(np.dot(resid, calls)) / denom) if denom > 0 else 0.0
@@ -154,8 +184,32 @@ def fit_protocols(points: Sequence[dict[str, Any]], rtt_s: float, bw: float, seq
         fit = {"points": len(members), "sections": _sections(members),
                "median_abs_error": err}  # fmt: skip
         src = f"{_sections(members)}: {len(members)} {name} points, time off CPU against read calls"
-        out[name] = Protocol(Param(x * 1e3, src, fit), **MECHANICS.get(name, {}))
+        opens = [float(r["open_s"]) for r in members if r.get("open_s")]
+        trips = None
+        if opens and rtt_s > 0 and name != "posix":
+            trips = Param(statistics.median(opens) / rtt_s,
+                          f"{_sections(members)}: the median open time of {len(opens)} "
+                          f"{name} points over the RTT", {"points": len(opens)})  # fmt: skip
+        out[name] = Protocol(Param(x * 1e3, src, fit), open_round_trips=trips,
+                             **MECHANICS.get(name, {}))  # fmt: skip
     return out
+
+
+def payload_wall(r: dict[str, Any], profile: Profile) -> float:
+    """A payload point's wall as the profile explains it: its CPU, its open (round trips), its
+    reads' round trips and server time, its bytes over one flow and the disk."""
+    rtt_s = (profile.rtt_ms.value or 0.0) / 1e3
+    bw = (profile.bandwidth_mbit.value or 1.0) * 1e6 / 8
+    window = profile.tcp_window_kb.value
+    flow = min(bw, window * 1024 / rtt_s) if window and rtt_s > 0 else bw
+    seq = (profile.disk_seq_mb_per_s.value or 1.0) * 1e6
+    seek = (profile.disk_random_ms.value or 0.0) / 1e3
+    proto = profile.protocols.get(str(r["protocol"]))
+    server = (proto.request_ms.value or 0.0) / 1e3 if proto else 0.0
+    trips = proto.open_round_trips.value if proto and proto.open_round_trips else None
+    opened = (trips or 0.0) * rtt_s if trips is not None else float(r.get("open_s") or 0.0)
+    return (cpu_of(r) + opened + io_terms(r, rtt_s, 1.0 / flow, seq, seek)
+            + float(r["read_calls"]) * server)  # fmt: skip
 
 
 def _link(calib: dict[str, Any], emulation: dict[str, Any], rtt_ms: float) -> tuple[Param, Param]:
@@ -240,15 +294,23 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
     bw, window = _link(calib, emulation, rtt.value or 0.0)
     seq, rand = _disk(calib, emulation)
     rtt_s, bw_b = (rtt.value or 0.0) / 1000.0, (bw.value or 1.0) * 1e6 / 8.0
-    if window.value and rtt_s > 0:  # one flow is no faster than its window per round trip
-        bw_b = min(bw_b, window.value * 1024 / rtt_s)
     seq_b, seek_s = (seq.value or 1.0) * 1e6, (rand.value or 0.0) / 1000.0
     notes = []
     if not calib:
         notes.append("no calibration: RTT, link and disk are the site's configuration or defaults")
     if not points:
         notes.append("no payload points: every protocol's server time is 0 (fit after the sweeps)")
-    protocols = fit_protocols(points, rtt_s, bw_b, seq_b, seek_s)
+    if window.value is None and not window.fit and rtt_s > 0.001:
+        per_byte = fit_per_byte(points, rtt_s, seq_b, seek_s)
+        if per_byte is not None and 1.0 / per_byte < 0.8 * bw_b:
+            kb = rtt_s / per_byte / 1024
+            window = Param(kb, f"{_sections(points)}: one flow's rate fitted with the protocols' "
+                           f"request times over {len(points)} payload points ({1e-6 / per_byte:.2f}"
+                           " MB/s) x RTT", {"points": len(points), "mb_per_s": 1e-6 / per_byte})  # fmt: skip
+    flow = bw_b
+    if window.value and rtt_s > 0:  # one flow is no faster than its window per round trip
+        flow = min(bw_b, window.value * 1024 / rtt_s)
+    protocols = fit_protocols(points, rtt_s, 1.0 / flow, seq_b, seek_s)
     for name in cond.get("protocols") or []:
         if name not in protocols and name != "xcache":
             protocols[name] = Protocol(Param(0.0, "default: no payload point of this protocol"),
@@ -256,25 +318,24 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
     if not protocols:
         protocols["xrootd"] = Protocol(Param(0.0, "default: no payload point"))
     cpu_req, cpu_mb = fit_client_cpu(points)
-    quality = None
-    if points:
-        pred = np.array([cpu_of(r) + io_terms(r, rtt_s, bw_b, seq_b, seek_s)
-                         + float(r["read_calls"]) * (protocols[str(r["protocol"])].request_ms.value or 0.0) / 1e3
-                         for r in points])  # fmt: skip
-        meas = np.array([float(r["wall_s"]) for r in points])
-        quality = {"points": len(points), "sections": _sections(points),
-                   "median_abs_error": _median_abs_rel(pred, meas),
-                   "within_10pct": float(np.mean(np.abs(pred - meas) <= 0.1 * meas))}  # fmt: skip
     workers = cond.get("workers") or {}
     readahead = (emulation.get("disk") or {}).get("readahead_kb")
-    return Profile(
+    profile = Profile(
         site=site, kind="fitted", rtt_ms=rtt, bandwidth_mbit=bw, tcp_window_kb=window,
         disk_seq_mb_per_s=seq, disk_random_ms=rand, client_cpu_request_us=cpu_req,
         client_cpu_mb_ms=cpu_mb, protocols=protocols, xcache=_xcache(calib, emulation),
         cores=int(workers.get("cores") or 1),
         readahead_kb=float(readahead) if readahead and not math.isnan(float(readahead)) else 128.0,
-        notes=notes, fit_quality=quality,
+        notes=notes,
     )  # fmt: skip
+    if not points:
+        return profile
+    pred = np.array([payload_wall(r, profile) for r in points])
+    meas = np.array([float(r["wall_s"]) for r in points])
+    quality = {"points": len(points), "sections": _sections(points),
+               "median_abs_error": _median_abs_rel(pred, meas),
+               "within_10pct": float(np.mean(np.abs(pred - meas) <= 0.1 * meas))}  # fmt: skip
+    return replace(profile, fit_quality=quality)
 
 
 def fit_site(results: Path, site: str) -> Profile:

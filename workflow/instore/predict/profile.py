@@ -45,10 +45,15 @@ class Protocol:
     request_ms: Param
     vector: bool = True
     max_read_kb: float | None = None
+    # a payload job's open (ROOT's or uproot's: the header, the metadata) in round trips
+    open_round_trips: Param | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"request_ms": self.request_ms.as_dict(), "vector": self.vector,
-                "max_read_kb": self.max_read_kb}  # fmt: skip
+        out = {"request_ms": self.request_ms.as_dict(), "vector": self.vector,
+               "max_read_kb": self.max_read_kb}  # fmt: skip
+        if self.open_round_trips is not None:
+            out["open_round_trips"] = self.open_round_trips.as_dict()
+        return out
 
 
 @dataclass(frozen=True)
@@ -160,7 +165,10 @@ def from_dict(data: dict[str, Any], source: str | Path = "profile") -> Profile:
         client_cpu_mb_ms=_param(p.get("client_cpu_mb_ms", 0.0)),
         protocols={
             name: Protocol(
-                _param(v["request_ms"]), bool(v.get("vector", True)), v.get("max_read_kb")
+                _param(v["request_ms"]),
+                bool(v.get("vector", True)),
+                v.get("max_read_kb"),
+                _param(v["open_round_trips"]) if "open_round_trips" in v else None,
             )
             for name, v in data["protocols"].items()
         },

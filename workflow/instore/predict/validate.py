@@ -19,7 +19,7 @@ from typing import Any
 
 from instore.errors import InstoreError
 from instore.predict.compiled import Compiled, compile_trace
-from instore.predict.fit import conditions_of, cpu_of, io_terms
+from instore.predict.fit import conditions_of, cpu_of, payload_wall
 from instore.predict.model import Scenario, predict
 from instore.predict.profile import Profile
 from instore.replay.trace import load_trace
@@ -172,9 +172,10 @@ def _point_link(r: dict[str, Any]) -> tuple[float | None, float | None]:
 
 
 def check_held_out(profile: Profile, records: Sequence[dict[str, Any]]) -> list[Check]:
-    """The caching section's direct (xrootd) points, none of them fitted on: each job's time
-    off CPU from the profile retuned to the point's RTT and link, plus its own CPU, against
-    its measured wall (medians over the point's jobs and repetitions)."""
+    """The caching section's direct (xrootd) points, none of them fitted on: each job's wall
+    as the profile retuned to the point's RTT and link explains it (``fit.payload_wall``: its
+    own CPU, its open's round trips, its reads), against its measured wall (medians over the
+    point's jobs and repetitions)."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         if r.get("section") != HELD_OUT or r.get("status") != "ok" or r.get("protocol") != "xrootd":
@@ -185,17 +186,7 @@ def check_held_out(profile: Profile, records: Sequence[dict[str, Any]]) -> list[
     out = []
     for (rtt, bw, branches, _), rows in sorted(groups.items(), key=lambda kv: str(kv[0])):
         prof = profile.with_changes(rtt_ms=rtt, bandwidth_mbit=bw)
-        rtt_s = (prof.rtt_ms.value or 0.0) / 1e3
-        bw_b = (prof.bandwidth_mbit.value or 1.0) * 1e6 / 8
-        seq = (prof.disk_seq_mb_per_s.value or 1.0) * 1e6
-        seek = (prof.disk_random_ms.value or 0.0) / 1e3
-        server = (
-            (prof.protocols["xrootd"].request_ms.value or 0.0) / 1e3
-            if "xrootd" in prof.protocols
-            else 0.0
-        )
-        preds = [cpu_of(r) + io_terms(r, rtt_s, bw_b, seq, seek) + float(r["read_calls"]) * server
-                 for r in rows]  # fmt: skip
+        preds = [payload_wall(r, prof) for r in rows]
         walls = [float(r["wall_s"]) for r in rows]
         pred, meas = statistics.median(preds), statistics.median(walls)
         cpu = statistics.median(cpu_of(r) for r in rows)
