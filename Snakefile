@@ -24,11 +24,13 @@ include: "workflow/rules/sites.smk"
 include: "workflow/rules/traces.smk"
 include: "workflow/rules/sweep.smk"
 include: "workflow/rules/reports.smk"
+include: "workflow/rules/predict.smk"
 
 
 rule all:
     input:
         f"{REPORTS}/index.html",
+        expand(f"{REPORTS}/{{site}}/whatif.html", site=SITES),
     default_target: True
 
 

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "site": "instore.site.command",
     "record": "instore.replay.command",
     "replay": "instore.replay.command",
+    "predict": "instore.predict.command",
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
 # docs/gen/reference.py writes this page from these parsers, a section per command headed by

@@ -1,0 +1,169 @@
+"""Fitting a site profile: known parameters come back from synthetic payload records made with
+them, the validating sections (replay, load, caching) are never used, and the profile file and
+its schema round-trip, refusing a bad hand-written one in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from instore.errors import InstoreError
+from instore.predict.fit import fit_profile, payload_records
+from instore.predict.profile import read_profile, site_profile, write_profile
+
+RTT_MS = 25.0
+BW_MBIT = 100.0
+SEQ = 400.0
+IOPS = 2000.0
+SERVER_MS = {"xrootd": 0.4, "http": 1.5}
+CPU_REQ_US = 300.0
+CPU_MB_MS = 20.0
+OPEN_TRIPS = 6.0
+
+EMULATION = {"network": {"bandwidth_mbit": BW_MBIT, "rtt_ms_target": RTT_MS},
+             "disk": {"read_iops": None, "read_mbps": None, "readahead_kb": 128},
+             "cache": {"blocksize_kb": 1024}}  # fmt: skip
+CALIBRATION = {"rtt_ms": RTT_MS, "fio": {"seq_read_mb_per_s": SEQ, "rand_read_iops": IOPS},
+               "protocols": {"xrootd": {"mb_per_s": 11.9}, "xcache": {"mb_per_s": 300.0}}}  # fmt: skip
+
+
+def record(section: str, protocol: str, calls: int, mb: float, work: float, layout: str) -> dict:
+    """One payload job made with the known parameters: its CPU (work plus the client's per
+    call and per MB) and its wall (CPU plus round trips, server, disk, link)."""
+    cpu = work + calls * CPU_REQ_US / 1e6 + mb * CPU_MB_MS / 1e3
+    opened = OPEN_TRIPS * RTT_MS / 1e3
+    io = (opened + calls * RTT_MS / 1e3 + mb * 8 / BW_MBIT + calls / IOPS + mb / SEQ
+          + calls * SERVER_MS[protocol] / 1e3)  # fmt: skip
+    cond = {"workers": {"nodes": 1, "cores": 2}, "protocols": ["xrootd", "http", "fuse"],
+            "emulation": EMULATION}  # fmt: skip
+    return {"section": section, "protocol": protocol, "status": "ok", "read_calls": calls,
+            "bytes_read": int(mb * 1e6), "wall_s": cpu + io, "open_s": opened, "user_s": cpu * 0.9,
+            "sys_s": cpu * 0.1, "cold": True, "layout": layout, "branches": "all",
+            "entry_fraction": 1.0, "events": 1000, "file_size": 10**8, "engine": "root",
+            "pattern_cpu_us": 0.0, "conditions": json.dumps(cond)}  # fmt: skip
+
+
+def synthetic() -> list[dict]:
+    out = []
+    for layout, work in (("ordered", 2.0), ("unordered", 3.0)):
+        for protocol in SERVER_MS:
+            for calls, mb in ((10, 30.0), (200, 32.0), (2000, 35.0), (50, 60.0)):
+                out.append(record("cache", protocol, calls, mb, work, layout))
+    # validation points, made with wildly different parameters: a fit that used them would show
+    for section in ("replay", "load", "caching"):
+        bad = record("protocols", "xrootd", 100, 10.0, 1.0, "ordered")
+        out.append({**bad, "section": section, "wall_s": 1000.0})
+    return out
+
+
+def test_fit_recovers_known_parameters() -> None:
+    prof = fit_profile("wan", CALIBRATION, synthetic())
+    assert prof.rtt_ms.value == RTT_MS and "calibration" in prof.rtt_ms.source
+    assert prof.bandwidth_mbit.value == BW_MBIT
+    assert prof.disk_random_ms.value == pytest.approx(1000 / IOPS)
+    assert prof.disk_seq_mb_per_s.value == SEQ
+    for name, ms in SERVER_MS.items():
+        got = prof.protocols[name].request_ms
+        assert got.value == pytest.approx(ms, rel=1e-6), name
+        assert got.fit and got.fit["points"] == 8 and got.fit["median_abs_error"] < 1e-9
+    opens = prof.protocols["xrootd"].open_round_trips
+    assert opens is not None and opens.value == pytest.approx(OPEN_TRIPS)
+    assert prof.client_cpu_request_us.value == pytest.approx(CPU_REQ_US, rel=1e-6)
+    assert prof.client_cpu_mb_ms.value == pytest.approx(CPU_MB_MS, rel=1e-6)
+    assert prof.fit_quality and prof.fit_quality["within_10pct"] == 1.0
+    assert prof.cores == 2
+    # fuse is on the site but was not measured: its mechanics, a server time of 0 said so
+    assert not prof.protocols["fuse"].vector and prof.protocols["fuse"].max_read_kb == 128
+    assert "no payload point" in prof.protocols["fuse"].request_ms.source
+    # the copy's 11.9 MB/s filled the 100 Mbit/s link: the window does not bind
+    assert prof.tcp_window_kb.value is None
+    assert prof.xcache and prof.xcache.local_mb_per_s.value == 300.0
+
+
+def test_a_slow_copy_on_a_long_link_shows_the_window() -> None:
+    slow = {**CALIBRATION, "protocols": {"xrootd": {"mb_per_s": 5.0}}}
+    prof = fit_profile("wan", slow, synthetic())
+    assert prof.tcp_window_kb.value == pytest.approx(5.0e6 * 0.025 / 1024)
+    assert "x RTT" in prof.tcp_window_kb.source
+
+
+def test_a_window_no_copy_showed_is_fitted_from_the_payload_points() -> None:
+    """No whole-file copy in the calibration, and the points read at 2 MB/s per flow on a
+    100 Mbit/s link: the window that rate implies, with the request times still recovered."""
+    rate = 2e6
+    rows = []
+    for r in synthetic():
+        if r["section"] != "cache":
+            continue
+        slower = r["bytes_read"] / rate - r["bytes_read"] * 8 / (BW_MBIT * 1e6)
+        rows.append({**r, "wall_s": r["wall_s"] + slower})
+    prof = fit_profile("wan", {**CALIBRATION, "protocols": {}}, rows)
+    assert prof.tcp_window_kb.value == pytest.approx(rate * RTT_MS / 1e3 / 1024, rel=1e-6)
+    for name, ms in SERVER_MS.items():
+        assert prof.protocols[name].request_ms.value == pytest.approx(ms, rel=1e-6), name
+    assert prof.fit_quality and prof.fit_quality["within_10pct"] == 1.0
+
+
+def test_validation_sections_are_never_fitted() -> None:
+    used = payload_records(synthetic())
+    assert {r["section"] for r in used} == {"cache"}
+    assert all(r["wall_s"] < 1000 for r in used)
+
+
+def test_no_calibration_no_site_is_one_line() -> None:
+    with pytest.raises(InstoreError, match="no calibration and no site description"):
+        fit_profile("nowhere", None, [])
+
+
+def test_profile_round_trips_through_its_file_and_schema(tmp_path: Path) -> None:
+    prof = fit_profile("wan", CALIBRATION, synthetic())
+    path = write_profile(tmp_path, prof)
+    assert path == tmp_path / "wan" / "profile.json"
+    back = site_profile(tmp_path, "wan")
+    assert back.as_dict() == json.loads(json.dumps(prof.as_dict()))
+
+
+HAND = {"site": "tier2", "kind": "hand-written",
+        "parameters": {"rtt_ms": 12, "bandwidth_mbit": 10000, "disk_seq_mb_per_s": 800,
+                       "disk_random_ms": 0.2},
+        "protocols": {"xrootd": {"request_ms": 0.3}}}  # fmt: skip
+
+
+def test_hand_written_profile_with_bare_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "tier2.json"
+    path.write_text(json.dumps(HAND))
+    prof = site_profile(tmp_path, str(path))
+    assert prof.rtt_ms.value == 12 and prof.rtt_ms.source == "hand-written"
+    assert prof.tcp_window_kb.value is None and prof.xcache is None
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"parameters": {"rtt_ms": 12}}, "field parameters: 'bandwidth_mbit' is a required"),
+        ({"protocols": {"xrootd": {"request_ms": -1}}}, "field protocols.xrootd.request_ms"),
+        ({"parameters": {**HAND["parameters"], "bandwidth_mbit": 0}},
+         "field parameters.bandwidth_mbit"),
+        ({"rtt": 3}, "field rtt"),
+    ],
+)  # fmt: skip
+def test_bad_hand_written_profile_is_one_line(tmp_path: Path, change: dict, says: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({**HAND, **change}))
+    with pytest.raises(InstoreError, match=says.replace("(", r"\(")):
+        read_profile(path)
+
+
+def test_missing_profile_names_the_fit(tmp_path: Path) -> None:
+    with pytest.raises(InstoreError) as err:
+        site_profile(tmp_path, "lan-hdd")
+    assert "instore predict --fit lan-hdd" in err.value.fix
+
+
+def test_a_real_site_without_calibration_gets_defaults_that_say_so() -> None:
+    rows = [{**r, "conditions": json.dumps({"workers": {"cores": 4}})} for r in synthetic()]
+    prof = fit_profile("mysite", None, rows)
+    assert prof.bandwidth_mbit.value == 1000.0 and "default" in prof.bandwidth_mbit.source
+    assert any("no calibration" in n for n in prof.notes)
+    assert prof.protocols["xrootd"].request_ms.fit is not None

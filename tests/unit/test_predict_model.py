@@ -1,0 +1,203 @@
+"""The prediction model's physics: round trips scale with RTT, transfers with bandwidth, a warm
+XCache has no origin round trips, clients queue on a disk and share a link, streams overlap, a
+protocol without vector reads pays a round trip per chunk, and CPU efficiency per core never
+exceeds 1."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from instore.errors import InstoreError
+from instore.predict.compiled import compile_trace
+from instore.predict.model import Scenario, predict
+from instore.predict.profile import Param, Profile, Protocol, XCache
+from instore.replay.trace import load_trace
+
+DATA = Path(__file__).parent / "data"
+THINK = 0.002
+
+
+def profile(**over: object) -> Profile:
+    base = Profile(
+        site="test", kind="hand-written",
+        rtt_ms=Param(10.0, "given"), bandwidth_mbit=Param(1000.0, "given"),
+        tcp_window_kb=Param(None, "given"), disk_seq_mb_per_s=Param(1000.0, "given"),
+        disk_random_ms=Param(0.0, "given"), client_cpu_request_us=Param(0.0, "given"),
+        client_cpu_mb_ms=Param(0.0, "given"),
+        protocols={"xrootd": Protocol(Param(0.0, "given")),
+                   "fuse": Protocol(Param(0.0, "given"), vector=False, max_read_kb=128)},
+        xcache=XCache(Param(1024, "given"), Param(1000.0, "given"), Param(0.1, "given")),
+        cores=2,
+    )  # fmt: skip
+    return replace(base, **over)  # type: ignore[arg-type]
+
+
+def _row(obj: str, op: str, t: float, args: str, dur: float, resp: str = "") -> str:
+    return f'"{obj}","{op}","{t:.6f}","{args}","{t + dur:.6f}","[SUCCESS]","{resp}"'
+
+
+def write_trace(tmp_path: Path, reads: list[list[tuple[int, int]]], think: float = THINK,
+                cpu_s: float | None = None, name: str = "trace") -> Path:  # fmt: skip
+    """One file object: Open, then each read (a vector read where it has several chunks) after
+    ``think`` s, then Close; the recorded job's CPU is its think time unless given."""
+    t = 1000.0
+    rows = [_row("1", "Open", t, "root://h//f.root;16;0;0", 0.001)]
+    t += 0.001
+    for chunks in reads:
+        t += think
+        size = sum(s for _, s in chunks)
+        if len(chunks) == 1:
+            rows.append(_row("1", "Read", t, f"{chunks[0][0]};{chunks[0][1]};0", 0.001, str(size)))
+        else:
+            args = ";".join(f"{o};{s}" for o, s in chunks) + ";0"
+            rows.append(_row("1", "VectorRead", t, args, 0.001, str(size)))
+        t += 0.001
+    rows.append(_row("1", "Close", t, "0", 0.001))
+    end = t + 0.001
+    out = tmp_path / name
+    out.mkdir()
+    (out / "xrdcl.csv").write_text("\n".join(rows) + "\n")
+    meta = {"trace_version": 1, "start_unix": 1000.0, "end_unix": end, "wall_s": end - 1000.0,
+            "cpu_s": cpu_s if cpu_s is not None else think * len(reads), "events": 1000}  # fmt: skip
+    (out / "trace.json").write_text(json.dumps(meta))
+    return out
+
+
+def small_reads(
+    n: int = 200, size: int = 4096, stride: int = 1 << 20
+) -> list[list[tuple[int, int]]]:
+    return [[(i * stride, size)] for i in range(n)]
+
+
+def io_time(pred: object) -> float:
+    return pred.wall_s - pred.breakdown["think"]  # type: ignore[attr-defined]
+
+
+def test_doubling_rtt_doubles_a_round_trip_bound_jobs_io(tmp_path: Path) -> None:
+    c = compile_trace(load_trace(write_trace(tmp_path, small_reads())))
+    one = predict(c, profile())
+    two = predict(c, profile().with_changes(rtt_ms=20.0))
+    assert one.waits_on == "round_trips"
+    assert io_time(two) / io_time(one) == pytest.approx(2.0, rel=0.03)
+    # 200 reads, an open (two trips: connect and open) and a close at 10 ms each
+    assert one.breakdown["round_trips"] == pytest.approx(0.203 * 10, rel=0.01)
+
+
+def test_bandwidth_halved_doubles_a_transfer_bound_jobs_io(tmp_path: Path) -> None:
+    reads = [[(i * (8 << 20), 8 << 20)] for i in range(20)]
+    c = compile_trace(load_trace(write_trace(tmp_path, reads)))
+    p = profile(rtt_ms=Param(0.1, "given"))
+    full, half = predict(c, p), predict(c, p.with_changes(bandwidth_mbit=500.0))
+    assert full.waits_on == "transfer"
+    assert io_time(half) / io_time(full) == pytest.approx(2.0, rel=0.05)
+    assert full.breakdown["transfer"] == pytest.approx(20 * (8 << 20) * 8 / 1e9, rel=0.05)
+
+
+def test_tcp_window_caps_one_flow(tmp_path: Path) -> None:
+    reads = [[(0, 64 << 20)]]
+    c = compile_trace(load_trace(write_trace(tmp_path, reads)))
+    p = profile(rtt_ms=Param(50.0, "given"))
+    capped = predict(c, p.with_changes(tcp_window_kb=256.0))
+    # 256 kB per 50 ms: 5.24 MB/s, so 64 MiB take about 12.8 s instead of 0.54 s
+    assert capped.breakdown["transfer"] == pytest.approx((64 << 20) / (256 * 1024 / 0.05), rel=0.02)
+
+
+def test_warm_xcache_removes_origin_round_trips_cold_pays_one_per_block(tmp_path: Path) -> None:
+    # 100 reads of 4 kB, 10 to each 1 MB block: a cold cache fetches 10 blocks
+    reads = [[(i * 100_000, 4096)] for i in range(100)]
+    c = compile_trace(load_trace(write_trace(tmp_path, reads)))
+    p = profile(rtt_ms=Param(25.0, "given"))
+    direct = predict(c, p)
+    cold = predict(c, p, Scenario(xcache="cold"))
+    warm = predict(c, p, Scenario(xcache="warm"))
+    blocks = len({i * 100_000 // (1 << 20) for i in range(100)})
+    assert warm.breakdown["round_trips"] == pytest.approx(0.1e-3 * 103, rel=0.01)
+    assert cold.breakdown["round_trips"] == pytest.approx(0.025 * blocks + 0.1e-3 * 103, rel=0.01)
+    assert warm.wall_s < cold.wall_s < direct.wall_s
+
+
+def test_no_xcache_in_the_profile_is_one_line(tmp_path: Path) -> None:
+    c = compile_trace(load_trace(write_trace(tmp_path, small_reads(3))))
+    with pytest.raises(InstoreError, match="has no XCache"):
+        predict(c, profile(xcache=None), Scenario(xcache="warm"))
+    with pytest.raises(InstoreError, match="no protocol 'davs'"):
+        predict(c, profile(), Scenario(protocol="davs"))
+
+
+def test_efficiency_per_core_never_above_one(tmp_path: Path) -> None:
+    # the recording says 10 s of CPU (threads reading ahead, say) over 0.4 s of think time
+    c = compile_trace(load_trace(write_trace(tmp_path, small_reads(200), cpu_s=10.0)))
+    pred = predict(c, profile(rtt_ms=Param(0.01, "given")), Scenario(xcache=None))
+    assert pred.threads == 1
+    assert pred.cpu_efficiency_per_core <= 1.0
+    assert pred.cpu_efficiency == pytest.approx(1.0)
+
+
+def test_more_clients_queue_on_a_disk_bound_site(tmp_path: Path) -> None:
+    c = compile_trace(load_trace(write_trace(tmp_path, small_reads(100))))
+    hdd = profile(rtt_ms=Param(0.2, "given"), disk_random_ms=Param(1000 / 150, "given"))
+    one, eight = predict(c, hdd), predict(c, hdd, Scenario(clients=8))
+    assert one.breakdown["disk_queue"] == pytest.approx(0.0, abs=1e-9)
+    assert eight.breakdown["disk_queue"] > 3 * one.breakdown["disk"]
+    # 800 seeks at 150 IOPS: the disk, busy all the time, takes 5.3 s for them all
+    assert eight.wall_max_s == pytest.approx(800 / 150, rel=0.05)
+    assert eight.cpu_efficiency < one.cpu_efficiency / 4
+
+
+def test_clients_share_the_link(tmp_path: Path) -> None:
+    reads = [[(i * (4 << 20), 4 << 20)] for i in range(10)]
+    c = compile_trace(load_trace(write_trace(tmp_path, reads, think=0.0)))
+    p = profile(rtt_ms=Param(0.1, "given"), bandwidth_mbit=Param(100.0, "given"))
+    many = predict(c, p, Scenario(clients=8))
+    assert many.aggregate_mb_per_s <= 100 / 8 * 1.001
+    assert many.aggregate_mb_per_s == pytest.approx(100 / 8 * (1 << 20) / 1e6 * 4 / 4, rel=0.1)
+
+
+def test_vector_read_is_one_round_trip_unless_the_protocol_splits_it(tmp_path: Path) -> None:
+    reads = [[(k * 1_000_000 + j * 10_000, 1000) for j in range(10)] for k in range(20)]
+    c = compile_trace(load_trace(write_trace(tmp_path, reads)))
+    p = profile()
+    xrd, fuse = predict(c, p), predict(c, p, Scenario(protocol="fuse"))
+    assert xrd.breakdown["round_trips"] == pytest.approx(0.010 * 23, rel=0.01)
+    assert fuse.breakdown["round_trips"] == pytest.approx(0.010 * (200 + 3), rel=0.01)
+
+
+def test_fuse_splits_large_reads(tmp_path: Path) -> None:
+    c = compile_trace(load_trace(write_trace(tmp_path, [[(0, 1 << 20)]])))
+    fuse = predict(c, profile(), Scenario(protocol="fuse"))
+    assert fuse.breakdown["round_trips"] == pytest.approx(0.010 * (8 + 3), rel=0.01)
+
+
+def test_streams_overlap_a_serial_replay_does_not() -> None:
+    trace = load_trace(DATA / "rdf-mt2-xrdcl.csv")
+    p = profile(rtt_ms=Param(50.0, "given"))
+    side, serial = predict(compile_trace(trace), p), predict(compile_trace(trace, True), p)
+    assert side.threads > 1
+    assert side.wall_s < serial.wall_s
+
+
+def test_breakdown_sums_to_the_wall(tmp_path: Path) -> None:
+    c = compile_trace(load_trace(write_trace(tmp_path, small_reads(50))))
+    for sc in (Scenario(), Scenario(clients=4), Scenario(xcache="cold"), Scenario(protocol="fuse")):
+        pred = predict(c, profile(disk_random_ms=Param(5.0, "given")), sc)
+        assert sum(pred.breakdown.values()) == pytest.approx(pred.wall_s, rel=1e-9)
+
+
+def test_jobs_beyond_the_cores_stretch_think_time(tmp_path: Path) -> None:
+    c = compile_trace(load_trace(write_trace(tmp_path, small_reads(50), think=0.02)))
+    alone = predict(c, profile(rtt_ms=Param(0.1, "given")))
+    four = predict(c, profile(rtt_ms=Param(0.1, "given")), Scenario(jobs_per_node=4))
+    assert four.breakdown["think"] == pytest.approx(2 * alone.breakdown["think"], rel=0.01)
+
+
+def test_client_cpu_of_this_site_replaces_the_recordings(tmp_path: Path) -> None:
+    c = compile_trace(load_trace(write_trace(tmp_path, small_reads(100))))
+    lan = profile(client_cpu_request_us=Param(100.0, "given"))
+    wan = profile(client_cpu_request_us=Param(600.0, "given"))
+    same = predict(c, wan, Scenario(recorded_on=wan))
+    moved = predict(c, wan, Scenario(recorded_on=lan))
+    assert moved.wall_s - same.wall_s == pytest.approx(100 * 500e-6, rel=0.01)
+    assert moved.cpu_s - same.cpu_s == pytest.approx(100 * 500e-6, rel=0.01)

@@ -1,0 +1,346 @@
+"""Fitting a site's profile from its own measurements: the calibration (RTT probe, fio,
+whole-file copies) and the payload sections' records (layout, cache, protocols, readahead,
+jobfill). Never the replay, load or caching points: those validate the model.
+
+What each parameter comes from:
+
+- ``rtt_ms``: the calibration's probe (the emulated link's configured RTT where none).
+- ``bandwidth_mbit``: an emulated site's configured link; a real site's fastest whole-file
+  copy in the calibration.
+- ``tcp_window_kb``: where the fastest whole-file copy came below 80% of the link and the RTT
+  is above 1 ms, the window that copy's rate implies (rate x RTT); with no copy calibrated, one
+  flow's rate fitted jointly with the protocols' request times over the payload points; else
+  it does not bind.
+- ``disk_seq_mb_per_s`` and ``disk_random_ms``: the calibration's fio (1 MiB sequential, 4 KiB
+  random: 1000 / IOPS); the emulated disk's limits, or a fast disk, where fio did not run.
+- each protocol's ``request_ms``: least squares over that protocol's payload points of their
+  time away from CPU after the open (wall - user - sys - open) against read calls, after the
+  round trips, disk and transfer the other parameters give (clipped at 0); its
+  ``open_round_trips``: the points' median open time over the RTT.
+- ``client_cpu_request_us`` and ``client_cpu_mb_ms``: least squares of the payload points' CPU
+  against their read calls and MB read, within groups of points doing the same work (layout,
+  branches, entries, events) so that only how they read differs.
+- the XCache's block size (the site's configuration) and local rate (its calibration's warm
+  read through the cache).
+
+Each fitted parameter's ``fit`` says over how many points of which sections, and the median
+absolute relative error of the time it explains; the profile's ``fit_quality`` is the whole
+payload model's against every point's wall.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from instore.calibration import read_calibration
+from instore.errors import InstoreError
+from instore.predict.profile import Param, Profile, Protocol, XCache
+
+PAYLOAD_SECTIONS = ("layout", "cache", "protocols", "readahead", "jobfill")
+# How each protocol sends reads (not fitted: the protocol's mechanics)
+MECHANICS: dict[str, dict[str, Any]] = {
+    "fuse": {"vector": False, "max_read_kb": 128.0},
+    "posix": {"vector": False},
+}
+FAST_DISK = {"seq": 2000.0, "random_ms": 0.05}  # where nothing measured the disk: an SSD's
+GROUP_KEYS = ("layout", "branches", "entry_fraction", "events", "file_size", "engine",
+              "pattern_cpu_us")  # fmt: skip
+XCACHE_LOCAL_RTT_MS = 0.05
+DEFAULT_LINK_MBIT = 1000.0  # a worker to a cache on its own LAN: not measured
+
+
+def conditions_of(record: dict[str, Any]) -> dict[str, Any]:
+    cond = record.get("conditions")
+    if isinstance(cond, str):
+        try:
+            cond = json.loads(cond)
+        except ValueError:
+            return {}
+    return cond if isinstance(cond, dict) else {}
+
+
+def payload_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records a profile is fitted on: completed jobs of the payload sections, with a
+    protocol, a wall and read calls."""
+    out = []
+    for r in records:
+        if r.get("section") not in PAYLOAD_SECTIONS or r.get("status", "ok") != "ok":
+            continue
+        if r.get("kind") == "replay" or not r.get("protocol") or not r.get("wall_s"):
+            continue
+        if r.get("read_calls") is None or r.get("bytes_read") is None:
+            continue
+        out.append(r)
+    return out
+
+
+def cpu_of(r: dict[str, Any]) -> float:
+    return float(r.get("user_s") or 0.0) + float(r.get("sys_s") or 0.0)
+
+
+def _median_abs_rel(pred: np.ndarray, meas: np.ndarray) -> float | None:
+    ok = meas > 0
+    if not ok.any():
+        return None
+    return float(np.median(np.abs(pred[ok] - meas[ok]) / meas[ok]))
+
+
+def _sections(points: Sequence[dict[str, Any]]) -> str:
+    return "+".join(sorted({str(r["section"]) for r in points}))
+
+
+def fit_client_cpu(points: Sequence[dict[str, Any]]) -> tuple[Param, Param]:
+    """The client's CPU per request (us) and per MB (ms), from points doing the same work."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r in points:
+        groups[tuple(r.get(k) for k in GROUP_KEYS)].append(r)
+    rows, y = [], []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        calls = np.array([float(r["read_calls"]) for r in members])
+        mb = np.array([float(r["bytes_read"]) / 1e6 for r in members])
+        cpu = np.array([cpu_of(r) for r in members])
+        rows.extend(zip(calls - calls.mean(), mb - mb.mean(), strict=True))
+        y.extend(cpu - cpu.mean())
+    n = len(y)
+    if n < 3 or not np.any(np.array(rows)):
+        none = "default: 0 (no payload points doing the same work with different reads)"
+        return Param(0.0, none), Param(0.0, none)
+    x = np.array(rows)
+    coef, *_ = np.linalg.lstsq(x, np.array(y), rcond=None)
+    per_call, per_mb = max(0.0, float(coef[0])), max(0.0, float(coef[1]))
+    resid = np.array(y) - x @ np.array([per_call, per_mb])
+    scale = float(np.median(np.abs(y))) or 1.0
+    fit = {"points": n, "sections": _sections(points),
+           "median_abs_residual_s": float(np.median(np.abs(resid))),
+           "median_abs_cpu_difference_s": scale}  # fmt: skip
+    src = f"{_sections(points)}: CPU against read calls and MB within groups doing the same work"
+    return Param(per_call * 1e6, src, fit), Param(per_mb * 1e3, src, fit)
+
+
+def away_of(r: dict[str, Any]) -> float:
+    """A payload point's time off CPU after its file's open (``open_s``: ROOT's or uproot's
+    open reads the header and metadata, a job's fixed cost, fitted apart as round trips)."""
+    return max(0.0, float(r["wall_s"]) - cpu_of(r) - float(r.get("open_s") or 0.0))
+
+
+def io_terms(r: dict[str, Any], rtt_s: float, per_byte: float, seq: float, seek_s: float) -> float:
+    """A payload point's time off CPU after its open that the link and disk explain: its read
+    calls' round trips, its bytes over the link (``per_byte``: seconds per byte of one flow)
+    and, read cold, a seek per read call and its bytes from the disk."""
+    calls = float(r["read_calls"])
+    size = float(r["bytes_read"])
+    remote = r["protocol"] not in ("posix",)
+    t = calls * rtt_s + size * per_byte if remote else 0.0
+    if r.get("cold", True):
+        t += calls * seek_s + size / seq
+    return t
+
+
+def fit_per_byte(points: Sequence[dict[str, Any]], rtt_s: float, seq: float, seek_s: float,
+                 ) -> float | None:  # fmt: skip
+    """One flow's seconds per byte, fitted jointly with each protocol's time per request over
+    the remote payload points (least squares), where the points tell them apart (their bytes
+    and read calls vary independently); None where they do not."""
+    remote = [r for r in points if r["protocol"] != "posix"]
+    names = sorted({str(r["protocol"]) for r in remote})
+    if len(remote) < len(names) + 2:
+        return None
+    x = np.array([[float(r["read_calls"]) * (r["protocol"] == n) for n in names]
+                  + [float(r["bytes_read"])] for r in remote])  # fmt: skip
+    if np.linalg.matrix_rank(x / np.maximum(x.max(axis=0), 1e-12)) < x.shape[1]:
+        return None
+    y = np.array([away_of(r) - io_terms(r, rtt_s, 0.0, seq, seek_s) for r in remote])
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    return float(coef[-1]) if coef[-1] > 0 else None
+
+
+def fit_protocols(points: Sequence[dict[str, Any]], rtt_s: float, per_byte: float, seq: float,
+                  seek_s: float) -> dict[str, Protocol]:  # fmt: skip
+    """Each protocol's server time per request, by least squares over its points, and its
+    open's round trips (the median of its points' open times over the RTT)."""
+    by_proto: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in points:
+        by_proto[str(r["protocol"])].append(r)
+    out = {}
+    for name, members in sorted(by_proto.items()):
+        calls = np.array([float(r["read_calls"]) for r in members])
+        away = np.array([away_of(r) for r in members])
+        base = np.array([io_terms(r, rtt_s, per_byte, seq, seek_s) for r in members])
+        resid = away - base
+        denom = float(np.dot(calls, calls))
+        x = max(0.0, float(np.dot(resid, calls)) / denom) if denom > 0 else 0.0
+        err = _median_abs_rel(base + calls * x, away)
+        fit = {"points": len(members), "sections": _sections(members),
+               "median_abs_error": err}  # fmt: skip
+        src = f"{_sections(members)}: {len(members)} {name} points, time off CPU against read calls"
+        opens = [float(r["open_s"]) for r in members if r.get("open_s")]
+        trips = None
+        if opens and rtt_s > 0 and name != "posix":
+            trips = Param(statistics.median(opens) / rtt_s,
+                          f"{_sections(members)}: the median open time of {len(opens)} "
+                          f"{name} points over the RTT", {"points": len(opens)})  # fmt: skip
+        out[name] = Protocol(Param(x * 1e3, src, fit), open_round_trips=trips,
+                             **MECHANICS.get(name, {}))  # fmt: skip
+    return out
+
+
+def payload_wall(r: dict[str, Any], profile: Profile) -> float:
+    """A payload point's wall as the profile explains it: its CPU, its open (round trips), its
+    reads' round trips and server time, its bytes over one flow and the disk."""
+    rtt_s = (profile.rtt_ms.value or 0.0) / 1e3
+    bw = (profile.bandwidth_mbit.value or 1.0) * 1e6 / 8
+    window = profile.tcp_window_kb.value
+    flow = min(bw, window * 1024 / rtt_s) if window and rtt_s > 0 else bw
+    seq = (profile.disk_seq_mb_per_s.value or 1.0) * 1e6
+    seek = (profile.disk_random_ms.value or 0.0) / 1e3
+    proto = profile.protocols.get(str(r["protocol"]))
+    server = (proto.request_ms.value or 0.0) / 1e3 if proto else 0.0
+    trips = proto.open_round_trips.value if proto and proto.open_round_trips else None
+    opened = (trips or 0.0) * rtt_s if trips is not None else float(r.get("open_s") or 0.0)
+    return (cpu_of(r) + opened + io_terms(r, rtt_s, 1.0 / flow, seq, seek)
+            + float(r["read_calls"]) * server)  # fmt: skip
+
+
+def _link(calib: dict[str, Any], emulation: dict[str, Any], rtt_ms: float) -> tuple[Param, Param]:
+    """The link's bandwidth and, where a copy shows it binding, the TCP window."""
+    copies = {p: e.get("mb_per_s") for p, e in (calib.get("protocols") or {}).items()
+              if p != "xcache" and isinstance(e, dict) and e.get("mb_per_s")}  # fmt: skip
+    best = max(copies.values()) if copies else None
+    configured = (emulation.get("network") or {}).get("bandwidth_mbit")
+    if configured:
+        bw = Param(float(configured), "site configuration: the emulated link")
+    elif best:
+        which = max(copies, key=lambda p: copies[p])
+        bw = Param(best * 8.0, f"calibration: whole-file {which} copy ({best:.1f} MB/s)")
+    else:
+        bw = Param(DEFAULT_LINK_MBIT, "default: no whole-file copy calibrated and no link "
+                   "configured, a 1 Gbit/s LAN's (calibrate the site, or edit the profile)")  # fmt: skip
+    window = Param(None, "does not bind: the fastest whole-file copy filled the link")
+    if best and bw.value and best * 8.0 < 0.8 * bw.value and rtt_ms > 1.0:
+        kb = best * 1e6 * rtt_ms / 1000.0 / 1024.0
+        window = Param(kb, f"calibration: the fastest copy ({best:.1f} MB/s) x RTT",
+                       {"points": 1, "copy_mb_per_s": best})  # fmt: skip
+    elif not best:
+        window = Param(None, "unknown: no whole-file copy in the calibration; assumed not binding")
+    return bw, window
+
+
+def _disk(calib: dict[str, Any], emulation: dict[str, Any]) -> tuple[Param, Param]:
+    fio = calib.get("fio") or {}
+    disk = emulation.get("disk") or {}
+    if fio.get("seq_read_mb_per_s"):
+        seq = Param(float(fio["seq_read_mb_per_s"]), "calibration: fio 1 MiB sequential reads")
+    elif disk.get("read_mbps"):
+        seq = Param(float(disk["read_mbps"]), "site configuration: the disk's limit")
+    else:
+        seq = Param(FAST_DISK["seq"], "default: no fio and no limit, an SSD's rate")
+    if fio.get("rand_read_iops"):
+        iops = float(fio["rand_read_iops"])
+        rand = Param(1000.0 / iops, f"calibration: fio 4 KiB random reads ({iops:.0f} IOPS)")
+    elif disk.get("read_iops"):
+        rand = Param(1000.0 / float(disk["read_iops"]), "site configuration: the disk's IOPS limit")
+    else:
+        rand = Param(FAST_DISK["random_ms"], "default: no fio and no limit, an SSD's")
+    return seq, rand
+
+
+def _xcache(calib: dict[str, Any], emulation: dict[str, Any]) -> XCache | None:
+    cache = emulation.get("cache")
+    through = (calib.get("protocols") or {}).get("xcache")
+    if not cache and not through:
+        return None
+    block = (cache or {}).get("blocksize_kb") or 1024
+    block_p = Param(float(block), "site configuration: the XCache's block size"
+                    if cache else "default: XCache's 1 MiB block")  # fmt: skip
+    if isinstance(through, dict) and through.get("mb_per_s"):
+        rate = Param(float(through["mb_per_s"]), "calibration: a warm whole-file read through it")
+    else:
+        rate = Param(500.0, "default: no warm read through the cache in the calibration")
+    return XCache(block_p, rate, Param(XCACHE_LOCAL_RTT_MS, "default: a cache on the worker's LAN"))
+
+
+def fit_profile(site: str, calibration: dict[str, Any] | None,
+                records: Sequence[dict[str, Any]]) -> Profile:  # fmt: skip
+    """The site's profile from its calibration and its records (only the payload sections'
+    are used)."""
+    points = payload_records(records)
+    cond = conditions_of(points[0]) if points else {}
+    calib = calibration or cond.get("calibration") or {}
+    emulation = cond.get("emulation") or calib.get("conditions", {}).get("emulation") or {}
+    if not calib and not emulation and not points:
+        raise InstoreError(
+            f"site {site}: no calibration and no site description to fit a profile from",
+            f"run `instore site calibrate {site}` and its sweeps first",
+        )
+    net = emulation.get("network") or {}
+    if calib.get("rtt_ms") is not None:
+        rtt = Param(float(calib["rtt_ms"]), "calibration: the RTT probe")
+    elif net.get("rtt_ms_measured") or net.get("rtt_ms_target"):
+        rtt = Param(float(net.get("rtt_ms_measured") or net["rtt_ms_target"]),
+                    "site configuration: the emulated link's RTT")  # fmt: skip
+    else:
+        rtt = Param(0.2, "default: no RTT probe, a LAN's")
+    bw, window = _link(calib, emulation, rtt.value or 0.0)
+    seq, rand = _disk(calib, emulation)
+    rtt_s, bw_b = (rtt.value or 0.0) / 1000.0, (bw.value or 1.0) * 1e6 / 8.0
+    seq_b, seek_s = (seq.value or 1.0) * 1e6, (rand.value or 0.0) / 1000.0
+    notes = []
+    if not calib:
+        notes.append("no calibration: RTT, link and disk are the site's configuration or defaults")
+    if not points:
+        notes.append("no payload points: every protocol's server time is 0 (fit after the sweeps)")
+    if window.value is None and not window.fit and rtt_s > 0.001:
+        per_byte = fit_per_byte(points, rtt_s, seq_b, seek_s)
+        if per_byte is not None and 1.0 / per_byte < 0.8 * bw_b:
+            kb = rtt_s / per_byte / 1024
+            window = Param(kb, f"{_sections(points)}: one flow's rate fitted with the protocols' "
+                           f"request times over {len(points)} payload points ({1e-6 / per_byte:.2f}"
+                           " MB/s) x RTT", {"points": len(points), "mb_per_s": 1e-6 / per_byte})  # fmt: skip
+    flow = bw_b
+    if window.value and rtt_s > 0:  # one flow is no faster than its window per round trip
+        flow = min(bw_b, window.value * 1024 / rtt_s)
+    protocols = fit_protocols(points, rtt_s, 1.0 / flow, seq_b, seek_s)
+    for name in cond.get("protocols") or []:
+        if name not in protocols and name != "xcache":
+            protocols[name] = Protocol(Param(0.0, "default: no payload point of this protocol"),
+                                       **MECHANICS.get(name, {}))  # fmt: skip
+    if not protocols:
+        protocols["xrootd"] = Protocol(Param(0.0, "default: no payload point"))
+    cpu_req, cpu_mb = fit_client_cpu(points)
+    workers = cond.get("workers") or {}
+    readahead = (emulation.get("disk") or {}).get("readahead_kb")
+    profile = Profile(
+        site=site, kind="fitted", rtt_ms=rtt, bandwidth_mbit=bw, tcp_window_kb=window,
+        disk_seq_mb_per_s=seq, disk_random_ms=rand, client_cpu_request_us=cpu_req,
+        client_cpu_mb_ms=cpu_mb, protocols=protocols, xcache=_xcache(calib, emulation),
+        cores=int(workers.get("cores") or 1),
+        readahead_kb=float(readahead) if readahead and not math.isnan(float(readahead)) else 128.0,
+        notes=notes,
+    )  # fmt: skip
+    if not points:
+        return profile
+    pred = np.array([payload_wall(r, profile) for r in points])
+    meas = np.array([float(r["wall_s"]) for r in points])
+    quality = {"points": len(points), "sections": _sections(points),
+               "median_abs_error": _median_abs_rel(pred, meas),
+               "within_10pct": float(np.mean(np.abs(pred - meas) <= 0.1 * meas))}  # fmt: skip
+    return replace(profile, fit_quality=quality)
+
+
+def fit_site(results: Path, site: str) -> Profile:
+    """Fit ``site``'s profile from ``results/<site>/``."""
+    from instore.sweep.store import RecordStore
+
+    records = RecordStore(Path(results), site).records()
+    return fit_profile(site, read_calibration(Path(results), site), records)

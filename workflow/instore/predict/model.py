@@ -1,0 +1,319 @@
+"""The model: a discrete-event simulation of a trace's requests against a site profile.
+
+What it does, request by request (``Compiled`` prepares a trace once, ``predict`` runs it):
+
+- **Think time as recorded.** Each request is issued its recorded think time after what it
+  waits for (the replay's plan, ``instore.replay.streams``): the earlier request of its stream
+  (closed loop), and, for a multi-threaded job, the requests of other streams it followed. The
+  job's lead-in and tail are added as recorded. With ``jobs_per_node`` above the node's cores the
+  think time stretches as the jobs share them.
+- **A request is a round trip plus its bytes.** A read (a vector read too, where the protocol
+  sends it as one request) costs the RTT, the protocol's server time per request, the disk and
+  the transfer; a protocol without vector reads sends one request per chunk, in turn, and a
+  FUSE mount splits reads into its largest read. Open costs a round trip (two for a client's
+  first: the connection), Close one, a Stat sent to the server one (one answered from the
+  client's cache none).
+- **Streams side by side**: requests of different streams are in flight at once, as recorded.
+- **A link shared by its flows**: the link is one server of the profile's bandwidth: a
+  transfer occupies it for bytes / bandwidth, in the order the data is ready, and one flow is
+  no faster than its TCP window / RTT where the window binds.
+- **A disk queueing every client's requests**: one FIFO server, a seek (the random read's
+  service time) for each chunk not within the readahead of the previous read of that file,
+  then bytes / sequential rate.
+- **Clients** (the load section; jobs on many nodes) all read the same site at once, each its
+  own copy of the files; their requests meet in the disk's and the link's queues.
+- **XCache**: warm, every read is served by the cache (its local round trip and rate); cold,
+  a read first fetches the cache blocks it touches that the cache does not hold yet from the
+  origin (one origin round trip, the blocks' bytes over the link and from the origin's disk).
+- **posix** reads the disk in place (no round trip, no link); **stage-in** copies each file
+  across the link at its first open, then reads it from the worker's page cache.
+
+CPU is defined over the span the trace covers: the recorded job's CPU time (its think time
+when the trace has none), plus the client's CPU per request and per MB where the profile's
+client differs from the recording's, and never more than the job's threads (its streams) times
+the predicted wall: the CPU efficiency per core is at most 1.
+
+Where the time goes (``breakdown``) is per client (the mean over clients), in seconds summing to
+its wall: think, round trips, server, disk, disk queue, transfer (the link, its queue and the
+window included), along the critical path: the chain of requests, each started by the response
+it waited for last, that ends with the job's last response (requests in flight beside that
+chain do not add to the wall, and are not counted).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any
+
+from instore.errors import InstoreError
+from instore.predict.compiled import (
+    CLOSE,
+    OPEN,
+    READ,
+    STAT,
+    Compiled,
+    Piece,
+    block_plan,
+    blocks_piece,
+    read_plan,
+)
+from instore.predict.profile import Profile
+
+MB = 1e6
+LOCAL = ("posix",)
+STAGE_IN = "stage-in"
+XCACHE_STATES = ("cold", "warm")
+PARTS = ("think", "round_trips", "server", "disk", "disk_queue", "transfer")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """The inputs beside the profile: protocol, XCache state, clients reading the site at
+    once, jobs sharing a node's cores (None: think time as recorded), and the profile the
+    trace was recorded on (its client's CPU per request and per MB is then replaced by this
+    site's; None: the recorded think time already has this site's client CPU)."""
+
+    protocol: str | None = None
+    xcache: str | None = None
+    clients: int = 1
+    jobs_per_node: int | None = None
+    recorded_on: Profile | None = None
+
+
+@dataclass
+class Prediction:
+    """What the model says for one trace, profile and scenario (per client unless named)."""
+
+    trace: str
+    site: str
+    protocol: str
+    xcache: str | None
+    clients: int
+    wall_s: float  # mean over the clients
+    wall_max_s: float
+    cpu_s: float
+    cpu_efficiency: float  # CPU / wall (at most the job's threads)
+    cpu_efficiency_per_core: float  # CPU / (wall x threads): at most 1
+    threads: int
+    events_per_s: float | None  # every client's events over the wall
+    aggregate_mb_per_s: float
+    breakdown: dict[str, float] = field(default_factory=dict)  # seconds, summing to wall_s
+    what_if: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def waits_on(self) -> str:
+        """The largest part of the time away from CPU (think excluded)."""
+        io = {k: v for k, v in self.breakdown.items() if k != "think"}
+        return max(io, key=lambda k: io[k]) if io else "think"
+
+    def as_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {**asdict(self), "waits_on": self.waits_on}
+
+
+def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = None) -> Prediction:
+    """Simulate ``scenario.clients`` copies of the trace's job against the profile's site."""
+    sc = scenario or Scenario()
+    proto_name, proto = profile.protocol(sc.protocol)
+    if sc.xcache is not None:
+        if sc.xcache not in XCACHE_STATES:
+            raise InstoreError(f"--xcache {sc.xcache}: not a cache state",
+                               f"use one of {', '.join(XCACHE_STATES)}")  # fmt: skip
+        if profile.xcache is None:
+            raise InstoreError(
+                f"site {profile.site}: its profile has no XCache",
+                "drop --xcache, or add an xcache entry to the profile (docs/predict.md)",
+            )
+    clients = max(1, int(sc.clients))
+    rtt = (profile.rtt_ms.value or 0.0) / 1000.0
+    bw = (profile.bandwidth_mbit.value or 0.0) * 1e6 / 8.0
+    if bw <= 0:
+        raise InstoreError(f"site {profile.site}: a link of no bandwidth",
+                           "give bandwidth_mbit above 0")  # fmt: skip
+    window = profile.tcp_window_kb.value
+    flow = min(bw, window * 1024 / rtt) if window and rtt > 0 else bw
+    seq = (profile.disk_seq_mb_per_s.value or 1e9) * MB
+    seek = (profile.disk_random_ms.value or 0.0) / 1000.0
+    server = (proto.request_ms.value or 0.0) / 1000.0
+    readahead = profile.readahead_kb * 1024
+    max_read = proto.max_read_kb * 1024 if proto.max_read_kb else None
+    local = proto_name in LOCAL
+    staged = proto_name == STAGE_IN
+    cache = profile.xcache
+    c_rtt, c_rate, block, origin_server = 0.0, 1e9 * MB, 1 << 20, server
+    if cache is not None and sc.xcache is not None:
+        c_rtt = (cache.local_rtt_ms.value or 0.0) / 1000.0
+        c_rate = (cache.local_mb_per_s.value or 1e9) * MB
+        block = int((cache.block_kb.value or 1024) * 1024)
+        origin_server = (profile.protocols.get("xrootd", proto).request_ms.value or 0.0) / 1000.0
+    cores = max(1, profile.cores)
+    stretch = 1.0
+    if sc.jobs_per_node:
+        stretch = max(1.0, sc.jobs_per_node * compiled.threads / cores)
+    cpu_req = cpu_mb = 0.0
+    if sc.recorded_on is not None:
+        cpu_req = ((profile.client_cpu_request_us.value or 0.0)
+                   - (sc.recorded_on.client_cpu_request_us.value or 0.0)) / 1e6  # fmt: skip
+        cpu_mb = ((profile.client_cpu_mb_ms.value or 0.0)
+                  - (sc.recorded_on.client_cpu_mb_ms.value or 0.0)) / 1000.0  # fmt: skip
+
+    n = compiled.requests
+    ops, files, nbytes = compiled.ops, compiled.files, compiled.nbytes
+    before, dependents = compiled.before, compiled.dependents
+    reads = read_plan(compiled, proto.vector, max_read, readahead)
+    blocks = block_plan(compiled, block) if sc.xcache == "cold" else ()
+    lead = compiled.lead_s * stretch
+    free = [0.0, 0.0]  # when the disk, and the link, are next free (FIFO servers)
+    pos: list[dict[int, int]] = [{} for _ in range(clients)]  # file -> the disk's last offset
+    held: list[set[int]] = [set() for _ in range(clients)]  # cached blocks (file-keyed)
+    copied: list[set[int]] = [set() for _ in range(clients)]  # staged-in files
+    connected = [False] * clients
+    remaining = [list(compiled.deps) for _ in range(clients)]
+    ready = [[0.0] * n for _ in range(clients)]
+    # each request's own time by part (PARTS' order) and the request whose response set its
+    # start: the critical path is walked back from each client's last response at the end
+    own_of: list[list[list[float] | None]] = [[None] * n for _ in range(clients)]
+    setter = [[-1] * n for _ in range(clients)]
+    last = [(lead, -1)] * clients  # each client's latest response and its request
+    heap: list[tuple[float, int, int]] = []
+    for c in range(clients):
+        for i in range(n):
+            if compiled.deps[i] == 0:
+                heap.append((lead + before[i] * stretch, c, i))
+    heapq.heapify(heap)
+    per_flow = 1.0 / flow
+    per_bw = 1.0 / bw
+
+    def remote(c: int, key: int, pc: Piece, t: float, hop: float, cost: float,
+               own: list[float]) -> float:  # fmt: skip
+        """One request across the link: a round trip, the server, the disk (a FIFO queue:
+        a seek unless it starts within the readahead after that file's last read, the seeks
+        between its chunks, its bytes at the sequential rate), the transfer (the link a FIFO
+        queue too, a flow no faster than its window)."""
+        first, end_off, seeks, size = pc
+        arrive = t + hop / 2 + cost
+        prev = pos[c].get(key)
+        if prev is None or not (prev <= first <= prev + readahead):
+            seeks += 1
+        pos[c][key] = end_off
+        d_start = arrive if arrive > free[0] else free[0]
+        d_seek = seeks * seek
+        d_end = d_start + d_seek + size / seq
+        free[0] = d_end
+        if not size_on_link:
+            done = d_end
+            on_disk = d_end - d_start
+        else:
+            l_start = d_start + d_seek
+            if free[1] > l_start:
+                l_start = free[1]
+            free[1] = l_start + size * per_bw
+            done = max(l_start + size * per_flow, d_end, free[1]) + hop / 2
+            # the disk's streaming overlaps the transfer: only what the link does not hide
+            on_disk = d_seek + max(0.0, d_end - d_start - d_seek - size * per_flow)
+        own[1] += hop
+        own[2] += cost
+        own[3] += on_disk
+        own[4] += d_start - arrive
+        own[5] += done - t - hop - cost - (d_start - arrive) - on_disk
+        return done
+
+    size_on_link = not local
+    while heap:
+        t, c, i = heapq.heappop(heap)
+        op = ops[i]
+        f = files[i]
+        own = [0.0] * 6
+        end = t
+        if op == READ:
+            if sc.xcache is not None:
+                if blocks:
+                    mine = held[c]
+                    missing = [b for b in blocks[i] if (f << 32) + b not in mine]
+                    if missing:
+                        mine.update((f << 32) + b for b in missing)
+                        end = remote(
+                            c, f, blocks_piece(missing, block), end, rtt, origin_server, own
+                        )
+                size = nbytes[i]
+                end += c_rtt + size / c_rate
+                own[1] += c_rtt
+                own[5] += size / c_rate
+            elif not staged:  # staged: read from the worker's page cache after the copy
+                hop = 0.0 if local else rtt
+                for pc in reads[i]:
+                    end = remote(c, f, pc, end, hop, server, own)
+            extra = cpu_req + cpu_mb * nbytes[i] / MB
+            if extra:
+                own[0] += extra
+                end += extra
+        elif op == OPEN and staged and f not in copied[c]:
+            copied[c].add(f)
+            own[1] += rtt  # the copy's own open
+            size = compiled.file_sizes[f]
+            end = remote(c, -1 - f, (0, size, 0, size), t + rtt, rtt, server, own)
+        elif op == OPEN and not local and not staged:
+            trips = 1 if connected[c] else 2  # a client's first open connects first
+            connected[c] = True
+            hop = c_rtt if sc.xcache is not None else rtt
+            end = t + trips * hop + server
+            own[1] += trips * hop
+            own[2] += server
+        elif op in (CLOSE, STAT) and not local and not staged:
+            hop = c_rtt if sc.xcache is not None else rtt
+            end = t + hop
+            own[1] += hop
+        own_of[c][i] = own
+        if end >= last[c][0]:
+            last[c] = (end, i)
+        r = ready[c]
+        rem = remaining[c]
+        who = setter[c]
+        for j in dependents[i]:
+            if end >= r[j]:
+                r[j] = end
+                who[j] = i
+            rem[j] -= 1
+            if rem[j] == 0:
+                heapq.heappush(heap, (r[j] + before[j] * stretch, c, j))
+
+    tail = compiled.tail_s * stretch
+    walls = [e + tail for e, _ in last]
+    wall = sum(walls) / clients
+    mean = dict.fromkeys(PARTS, 0.0)
+    for c, (_, i) in enumerate(last):
+        chain = [lead, 0.0, 0.0, 0.0, 0.0, 0.0]
+        while i >= 0:
+            own = own_of[c][i] or [0.0] * 6
+            for k in range(6):
+                chain[k] += own[k]
+            chain[0] += before[i] * stretch
+            i = setter[c][i]
+        for k, v in zip(PARTS, chain, strict=True):
+            mean[k] += v / clients
+    mean["think"] += tail
+    cpu = compiled.cpu_s if compiled.cpu_s is not None else compiled.think_s
+    cpu += cpu_req * compiled.reads + cpu_mb * compiled.bytes_read / MB
+    threads = max(1, compiled.threads)
+    cpu = max(0.0, min(cpu, wall * threads))
+    events_per_s = None
+    if compiled.events is not None and wall > 0:
+        events_per_s = compiled.events * clients / wall
+    return Prediction(
+        trace=compiled.name,
+        site=profile.site,
+        protocol=proto_name,
+        xcache=sc.xcache,
+        clients=clients,
+        wall_s=wall,
+        wall_max_s=max(walls),
+        cpu_s=cpu,
+        cpu_efficiency=cpu / wall if wall > 0 else 0.0,
+        cpu_efficiency_per_core=cpu / (wall * threads) if wall > 0 else 0.0,
+        threads=threads,
+        events_per_s=events_per_s,
+        aggregate_mb_per_s=compiled.bytes_read * clients / max(walls) / MB if wall > 0 else 0.0,
+        breakdown=mean,
+    )

@@ -1,0 +1,201 @@
+"""Predicted against measured: every replay and load point a site measured, predicted from the
+site's profile (fitted on its payload sections only) and compared with its measured wall.
+
+A replay point's measured wall is its replays' median wall per pass (``predicted_wall_s``, the
+replay's wall of one complete pass; ``wall_s / passes`` where it has none); a load point's is
+the median over its clients, the clients being its jobs. The XCache protocol is the trace
+read through the site's cache in the point's cache state. The relative error is
+(predicted - measured) / measured.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from instore.errors import InstoreError
+from instore.predict.compiled import Compiled, compile_trace
+from instore.predict.fit import conditions_of, cpu_of, payload_wall
+from instore.predict.model import Scenario, predict
+from instore.predict.profile import Profile
+from instore.replay.trace import load_trace
+
+TRACE_SECTIONS = ("replay", "load")  # a trace replayed: the model over its requests
+HELD_OUT = "caching"  # payload jobs at RTTs and links the fit never saw
+XCACHE = "xcache"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One measured point against its prediction."""
+
+    site: str
+    section: str
+    trace: str
+    protocol: str
+    xcache: str | None
+    clients: int
+    repetitions: int
+    measured_wall_s: float
+    predicted_wall_s: float
+    measured_cpu_efficiency: float | None
+    predicted_cpu_efficiency: float
+    waits_on: str
+
+    @property
+    def error(self) -> float:
+        return (self.predicted_wall_s - self.measured_wall_s) / self.measured_wall_s
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "error": self.error}
+
+
+def _wall_per_pass(r: dict[str, Any]) -> float | None:
+    wall = r.get("predicted_wall_s")
+    if isinstance(wall, int | float) and wall > 0:
+        return float(wall)
+    passes = r.get("passes")
+    if r.get("wall_s") and isinstance(passes, int | float) and passes > 0:
+        return float(r["wall_s"]) / float(passes)
+    return None
+
+
+def measured_points(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The validating sections' points (their jobs together, repetitions together): trace,
+    protocol, cache state, clients, measured wall per pass and CPU efficiency (medians)."""
+    runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        if r.get("section") in TRACE_SECTIONS and r.get("trace") and r.get("status") == "ok":
+            runs[str(r.get("point_key"))].append(r)
+    # one point's repetitions have the same knobs: group them by what the model is given
+    points: dict[tuple[Any, ...], list[list[dict[str, Any]]]] = defaultdict(list)
+    for rows in runs.values():
+        first = rows[0]
+        key = (first["section"], first["trace"], first.get("protocol"), first.get("cache_state"),
+               len({r.get("job") for r in rows}), _knobs(first))  # fmt: skip
+        points[key].append(rows)
+    out = []
+    for (section, trace, protocol, state, clients, _), reps in points.items():
+        walls = [w for rows in reps for r in rows if (w := _wall_per_pass(r)) is not None]
+        effs = [float(e) for rows in reps for r in rows
+                if isinstance(e := r.get("predicted_cpu_efficiency"), int | float)]  # fmt: skip
+        if not walls:
+            continue
+        out.append({"section": section, "trace": trace, "protocol": protocol,
+                    "cache_state": state, "clients": clients, "repetitions": len(reps),
+                    "wall_s": statistics.median(walls),
+                    "cpu_efficiency": statistics.median(effs) if effs else None})  # fmt: skip
+    return out
+
+
+def _knobs(r: dict[str, Any]) -> tuple[Any, ...]:
+    """What else tells points apart (a caching point's RTT and link, the scheduler, the
+    filesystem): kept apart, though the model is not given them but through the profile."""
+    return tuple(r.get(k) for k in ("rtt_ms", "bandwidth_mbit", "io_scheduler", "filesystem",
+                                    "fileset", "fixed_time_s"))  # fmt: skip
+
+
+def check_site(profile: Profile, records: Sequence[dict[str, Any]],
+               trace: Callable[[str], Compiled | None],
+               recorded_on: Callable[[Compiled], Profile | None] = lambda c: None,
+               ) -> tuple[list[Check], list[str]]:  # fmt: skip
+    """Every validating point of the site with its prediction, and the points skipped (why)."""
+    checks, skipped = [], []
+    for p in measured_points(records):
+        compiled = trace(p["trace"])
+        if compiled is None:
+            skipped.append(f"{p['section']} {p['trace']}: trace not found")
+            continue
+        protocol = p["protocol"]
+        state = p["cache_state"] if protocol == XCACHE else None
+        if protocol == XCACHE:
+            protocol = "xrootd"
+        if protocol not in profile.protocols:
+            skipped.append(f"{p['section']} {p['trace']} {protocol}: not in the profile")
+            continue
+        if state is not None and profile.xcache is None:
+            skipped.append(f"{p['section']} {p['trace']} xcache: the profile has no XCache")
+            continue
+        sc = Scenario(protocol=protocol, xcache=state, clients=p["clients"],
+                      recorded_on=recorded_on(compiled))  # fmt: skip
+        pred = predict(compiled, profile, sc)
+        checks.append(Check(profile.site, p["section"], p["trace"], p["protocol"], state,
+                            p["clients"], p["repetitions"], p["wall_s"], pred.wall_s,
+                            p["cpu_efficiency"], pred.cpu_efficiency, pred.waits_on))  # fmt: skip
+    return checks, skipped
+
+
+def summary(checks: Sequence[Check], worst: int = 5) -> dict[str, Any]:
+    """The error distribution: how many within 10% and 5%, the median and 90th percentile of
+    the absolute error, and the worst points."""
+    if not checks:
+        return {"points": 0}
+    errs = sorted(abs(c.error) for c in checks)
+    q90 = errs[min(len(errs) - 1, int(0.9 * len(errs)))]
+    return {
+        "points": len(checks),
+        "within_10pct": sum(e <= 0.10 for e in errs) / len(errs),
+        "within_5pct": sum(e <= 0.05 for e in errs) / len(errs),
+        "median_abs_error": statistics.median(errs),
+        "p90_abs_error": q90,
+        "worst": [c.as_dict() for c in sorted(checks, key=lambda c: -abs(c.error))[:worst]],
+    }
+
+
+class TraceFinder:
+    """Traces by name under the study's traces directory, compiled once each."""
+
+    def __init__(self, traces: Path) -> None:
+        self.traces = Path(traces)
+        self.cache: dict[str, Compiled | None] = {}
+
+    def __call__(self, name: str) -> Compiled | None:
+        if name not in self.cache:
+            path = self.traces / name
+            try:
+                self.cache[name] = compile_trace(load_trace(path)) if path.is_dir() else None
+            except InstoreError:
+                self.cache[name] = None
+        return self.cache[name]
+
+
+def _point_link(r: dict[str, Any]) -> tuple[float | None, float | None]:
+    """The RTT and link a caching point ran at: its own axes, else the emulated link's."""
+    net = (conditions_of(r).get("emulation") or {}).get("network") or {}
+    rtt = r.get("rtt_ms") or net.get("rtt_ms_measured") or net.get("rtt_ms_target")
+    bw = r.get("bandwidth_mbit") or net.get("bandwidth_mbit")
+    return (float(rtt) if rtt else None), (float(bw) if bw else None)
+
+
+def check_held_out(profile: Profile, records: Sequence[dict[str, Any]]) -> list[Check]:
+    """The caching section's direct (xrootd) points, none of them fitted on: each job's wall
+    as the profile retuned to the point's RTT and link explains it (``fit.payload_wall``: its
+    own CPU, its open's round trips, its reads), against its measured wall (medians over the
+    point's jobs and repetitions)."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        if r.get("section") != HELD_OUT or r.get("status") != "ok" or r.get("protocol") != "xrootd":
+            continue
+        if r.get("read_calls") is None or not r.get("wall_s"):
+            continue
+        groups[(*_point_link(r), r.get("branches"), r.get("layout"))].append(r)
+    out = []
+    for (rtt, bw, branches, _), rows in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        prof = profile.with_changes(rtt_ms=rtt, bandwidth_mbit=bw)
+        preds = [payload_wall(r, prof) for r in rows]
+        walls = [float(r["wall_s"]) for r in rows]
+        pred, meas = statistics.median(preds), statistics.median(walls)
+        cpu = statistics.median(cpu_of(r) for r in rows)
+        label = (
+            f"payload, branches {branches}, RTT {rtt:g} ms, {bw:g} Mbit/s"
+            if rtt and bw
+            else "payload"
+        )
+        out.append(Check(profile.site, HELD_OUT, label, "xrootd", None, 1,
+                         len({r.get("point_key") for r in rows}), meas, pred,
+                         cpu / meas, cpu / pred if pred else 0.0, "round_trips"))  # fmt: skip
+    return out

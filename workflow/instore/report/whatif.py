@@ -1,0 +1,243 @@
+"""The "What if" page of a site's report: each recorded analysis's predicted CPU efficiency on
+this site against RTT, link bandwidth, disk IOPS and clients (``instore.predict``, from the
+site's fitted profile, no site up), with the replay and load points measured here drawn on the
+same axes, and a sentence per analysis naming the change that would help it most."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from instore.errors import InstoreError
+from instore.predict.compiled import Compiled, compile_trace
+from instore.predict.model import Prediction, Scenario, predict
+from instore.predict.profile import Profile, site_profile
+from instore.replay.trace import load_trace
+from instore.report import show
+from instore.report.plots import panels
+
+PAGE = "whatif"
+AXES: dict[str, tuple[str, tuple[float, ...]]] = {
+    "rtt_ms": ("RTT (ms)", (0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200)),
+    "bandwidth_mbit": ("link (Mbit/s)", (10, 30, 100, 300, 1000, 3000, 10000)),
+    "iops": ("disk IOPS", (50, 100, 150, 300, 1000, 3000, 10000, 100000)),
+    "clients": ("clients at once", (1, 2, 4, 8, 16, 32, 64)),
+}
+PART_WORDS = {"round_trips": "round trips", "transfer": "the link", "disk": "the disk",
+              "disk_queue": "the disk's queue", "server": "the server", "think": "its own CPU"}  # fmt: skip
+
+
+def _figure(fig: Any, anchor_id: str, caption: str) -> None:
+    """The figure inline, anchored (as ``show.figure``, whose anchors are the sections')."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    data = base64.b64encode(buf.getvalue()).decode()
+    text = html.escape(caption)
+    show._display(f'<figure id="{anchor_id}" class="instore-figure"><img src="data:image/png;'
+                  f'base64,{data}" alt="{text}" style="max-width:100%"><figcaption>{text}'
+                  "</figcaption></figure>")  # fmt: skip
+
+
+def traces(data: Path) -> dict[str, Compiled]:
+    """The study's recorded traces (``<data>/traces/<name>``), prepared for the model."""
+    out = {}
+    for path in sorted((Path(data) / "traces").glob("*")):
+        if (path / "trace.json").is_file():
+            try:
+                out[path.name] = compile_trace(load_trace(path))
+            except InstoreError:
+                continue
+    return out
+
+
+def _at(profile: Profile, c: Compiled, protocol: str, axis: str, value: float) -> Prediction:
+    if axis == "clients":
+        return predict(c, profile, Scenario(protocol=protocol, clients=int(value)))
+    return predict(c, profile.with_changes(**{axis: value}), Scenario(protocol=protocol))
+
+
+def _here(profile: Profile, axis: str) -> float | None:
+    """The site's own value on an axis (where its measured points sit)."""
+    return {"rtt_ms": profile.rtt_ms.value, "bandwidth_mbit": profile.bandwidth_mbit.value,
+            "iops": profile.disk_iops, "clients": 1.0}[axis]  # fmt: skip
+
+
+def _records(results: Path, site: str) -> list[dict[str, Any]]:
+    log = Path(results) / site / "records.jsonl"
+    if not log.is_file():
+        return []
+    out = []
+    for line in log.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def measured(results: Path, site: str, protocol: str) -> pd.DataFrame:
+    """The replay and load points measured here over ``protocol``: trace, clients, median
+    predicted CPU efficiency (the recorded CPU over the replay's wall)."""
+    groups: dict[tuple[str, int], list[float]] = {}
+    jobs: dict[str, set[Any]] = {}
+    for r in _records(results, site):
+        if r.get("section") not in ("replay", "load") or r.get("protocol") != protocol:
+            continue
+        if r.get("status") != "ok" or r.get("predicted_cpu_efficiency") is None:
+            continue
+        jobs.setdefault(str(r.get("point_key")), set()).add(r.get("job"))
+    for r in _records(results, site):
+        key = str(r.get("point_key"))
+        if key in jobs and r.get("protocol") == protocol and r.get("status") == "ok":
+            eff = r.get("predicted_cpu_efficiency")
+            if isinstance(eff, int | float):
+                groups.setdefault((str(r["trace"]), len(jobs[key])), []).append(float(eff))
+    rows = [{"trace": t, "clients": n, "cpu_efficiency": statistics.median(v)}
+            for (t, n), v in groups.items()]  # fmt: skip
+    return pd.DataFrame(rows, columns=["trace", "clients", "cpu_efficiency"])
+
+
+def curves(site: str, results: str | Path, data: str | Path, protocol: str = "xrootd") -> None:
+    """Predicted efficiency per analysis on four axes, the measured points on them."""
+    try:
+        profile = site_profile(Path(results), site)
+    except InstoreError as err:
+        show.note(f"No prediction: {err} ({err.fix}).")
+        return
+    found = traces(Path(data))
+    if not found:
+        show.note(f"No recorded trace under {Path(data) / 'traces'}: nothing to predict.")
+        return
+    protocol = protocol if protocol in profile.protocols else profile.protocol(None)[0]
+    points = measured(Path(results), site, protocol)
+    fig, axes = panels(len(AXES), width=4.2)
+    for k, (name, c) in enumerate(found.items()):
+        color = f"C{k}"
+        for ax, (axis, (label, values)) in zip(axes, AXES.items(), strict=True):
+            effs = [_at(profile, c, protocol, axis, v).cpu_efficiency_per_core for v in values]
+            ax.plot(values, [100 * e for e in effs], color=color, label=name)
+            mine = points[points["trace"] == name]
+            if axis == "clients":
+                ax.plot(mine["clients"], 100 * mine["cpu_efficiency"] / c.threads, "o", color=color)
+            elif (here := _here(profile, axis)) is not None:
+                alone = mine[mine["clients"] == 1]["cpu_efficiency"]
+                ax.plot([here] * len(alone), 100 * alone / c.threads, "o", color=color)
+                ax.axvline(here, color="grey", linewidth=0.6, linestyle=":")
+            ax.set_xscale("log")
+            ax.set_xlabel(label)
+            ax.set_ylim(0, 105)
+    axes[0].set_ylabel("predicted CPU efficiency per core (%)")
+    axes[0].legend(fontsize=7, loc="lower left")
+    _figure(fig, "fig-whatif-curves", f"Each recorded analysis's CPU efficiency on {site} over "
+            f"{protocol}, predicted from the site's profile with one parameter changed at a "
+            "time (lines); dots: the replay (1 client) and load points measured here; dotted: "
+            "the site's own value.")  # fmt: skip
+
+
+def _changes(profile: Profile) -> dict[str, tuple[dict[str, float], Scenario]]:
+    rtt = profile.rtt_ms.value or 0.0
+    bw = profile.bandwidth_mbit.value or 0.0
+    iops = profile.disk_iops or 0.0
+    out: dict[str, tuple[dict[str, float], Scenario]] = {
+        f"a shorter round trip ({rtt / 4:g} ms)": ({"rtt_ms": rtt / 4}, Scenario()),
+        f"a 10x faster link ({bw * 10:g} Mbit/s)": ({"bandwidth_mbit": bw * 10}, Scenario()),
+    }
+    if iops:
+        out[f"4x the disk's IOPS ({iops * 4:.0f})"] = ({"iops": iops * 4}, Scenario())
+    if profile.xcache is not None:
+        out["a warm XCache"] = ({}, Scenario(xcache="warm"))
+    return out
+
+
+def advice(site: str, results: str | Path, data: str | Path, protocol: str = "xrootd",
+           ) -> pd.DataFrame | None:  # fmt: skip
+    """Per analysis: where its time goes and the change that would help it most, as a table
+    and a sentence each."""
+    try:
+        profile = site_profile(Path(results), site)
+    except InstoreError:
+        return None
+    found = traces(Path(data))
+    protocol = protocol if protocol in profile.protocols else profile.protocol(None)[0]
+    rows = []
+    for name, c in found.items():
+        now = predict(c, profile, Scenario(protocol=protocol))
+        tried = {}
+        for label, (changes, sc) in _changes(profile).items():
+            sc = Scenario(protocol=protocol, xcache=sc.xcache)
+            tried[label] = predict(c, profile.with_changes(**changes), sc).cpu_efficiency_per_core
+        best = max(tried, key=lambda k: tried[k])
+        least = min(tried, key=lambda k: tried[k])
+        waits = now.waits_on
+        share = now.breakdown[waits] / now.wall_s if now.wall_s else 0.0
+        gain = tried[best] - now.cpu_efficiency_per_core
+        if gain < 0.02:
+            sentence = (f"{name} is bound by its own CPU here ({now.cpu_efficiency_per_core:.0%}"
+                        " per core): no change to the storage helps it by 2 points or more.")  # fmt: skip
+        else:
+            sentence = (f"{name} waits most on {PART_WORDS.get(waits, waits)} ({share:.0%} of "
+                        f"its wall): {best} helps it most ({now.cpu_efficiency_per_core:.0%} to "
+                        f"{tried[best]:.0%} per core); {least} the least ({tried[least]:.0%}).")  # fmt: skip
+        show.note(sentence)
+        rows.append({"analysis": name, "efficiency": now.cpu_efficiency_per_core,
+                     "waits most on": PART_WORDS.get(waits, waits), "best change": best,
+                     "efficiency with it": tried[best]})  # fmt: skip
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        show.table(frame, f"The change that would help each analysis most on {site} ({protocol})",
+                   percent=("efficiency", "efficiency with it"))  # fmt: skip
+    return frame
+
+
+def validation(site: str, results: str | Path, data: str | Path) -> None:
+    """The measured replay and load points of this site against their prediction."""
+    from instore.predict.validate import TraceFinder, check_held_out, check_site, summary
+
+    try:
+        profile = site_profile(Path(results), site)
+    except InstoreError:
+        return
+    records = _records(Path(results), site)
+    checks, _ = check_site(profile, records, TraceFinder(Path(data) / "traces"))
+    checks += check_held_out(profile, records)
+    if not checks:
+        show.note("No replay or load point measured here to check the prediction against.")
+        return
+    s = summary(checks)
+    frame = pd.DataFrame([{"section": c.section, "trace": c.trace, "protocol": c.protocol
+                           + (f" ({c.xcache})" if c.xcache else ""), "clients": c.clients,
+                           "measured wall (s)": c.measured_wall_s,
+                           "predicted wall (s)": c.predicted_wall_s, "error": c.error}
+                          for c in checks])  # fmt: skip
+    show.table(frame, f"Predicted against measured: {s['within_10pct']:.0%} of {s['points']} "
+               f"points within 10%, median absolute error {s['median_abs_error']:.1%}",
+               percent=("error",))  # fmt: skip
+
+
+def sites_grid(results: str | Path, data: str | Path, sites: Sequence[str]) -> pd.DataFrame:
+    """Analyses by sites: each recorded analysis's predicted CPU efficiency per core on each
+    site with a profile (its default protocol)."""
+    found = traces(Path(data))
+    rows = []
+    for name, c in found.items():
+        row: dict[str, Any] = {"analysis": name}
+        for site in sites:
+            try:
+                profile = site_profile(Path(results), site)
+            except InstoreError:
+                continue
+            row[site] = predict(c, profile).cpu_efficiency_per_core
+        rows.append(row)
+    return pd.DataFrame(rows)
