@@ -56,6 +56,9 @@ PR_SET_PDEATHSIG = 1
 MADV_POPULATE_READ, MADV_POPULATE_WRITE = 22, 23  # Linux 5.14
 PAGE = os.sysconf("SC_PAGE_SIZE")
 PRIVATE_COMMANDS = ("read",)  # the measured jobs whose pages are made private before the clock
+# "1" in a job's env leaves the parent's pages shared: only to measure what that costs
+# (bench/fork_bias.py); a study never sets it.
+SHARED_PAGES_ENV = "INSTORE_FORK_SHARED_PAGES"
 OUTPUT_TAIL = 200_000  # bytes of a job's stdout and stderr sent back (the record is the last line)
 
 
@@ -197,7 +200,7 @@ def run_child(
         argv = list(request["argv"])
         if argv[:1] != ["instore"]:
             raise ValueError(f"the warm payload runs instore commands only, not {argv[:1]}")
-        if argv[1:2] and argv[1] in PRIVATE_COMMANDS:
+        if argv[1:2] and argv[1] in PRIVATE_COMMANDS and os.environ.get(SHARED_PAGES_ENV) != "1":
             make_private(pages)
         from instore.cli import main
 
