@@ -7,7 +7,7 @@ import json
 import os
 import resource
 
-from instore.payload.warm import Pages, make_private, resident_pages
+from instore.payload.pages import Pages, make_private, resident_pages
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

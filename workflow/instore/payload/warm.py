@@ -13,7 +13,7 @@ against 3,400 for the root engine, 2,900 against 850 for uproot's) and 10-70 ms 
 read. So a forked ``instore read`` first makes its own copy of every page the parent had (and
 maps the parent's library pages), before its clock, as launch: its reading then faults as a cold
 job's does. That costs each job about 0.2 s (root) or 0.06 s (uproot) of launch and the memory a
-cold job has (bench/fork_bias.py measures it).
+cold job has (``instore.payload.pages``; bench/fork_bias.py measures it).
 
 Fork is safe because the parent never opens a file, socket or XRootD client and runs no thread:
 it warms up on an in-memory tree only, and it says how many threads it has when it is ready
@@ -50,11 +50,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from instore.payload.pages import Pages, make_private, resident_pages
 from instore.vocabulary import FORMATS, PAYLOAD_ENGINES
 
 PR_SET_PDEATHSIG = 1
-MADV_POPULATE_READ, MADV_POPULATE_WRITE = 22, 23  # Linux 5.14
-PAGE = os.sysconf("SC_PAGE_SIZE")
 PRIVATE_COMMANDS = ("read",)  # the measured jobs whose pages are made private before the clock
 # "1" in a job's env leaves the parent's pages shared: only to measure what that costs
 # (bench/fork_bias.py); a study never sets it.
@@ -98,66 +97,6 @@ def warm_up(engine: str, formats: Sequence[str] = FORMATS) -> dict[str, Any]:
 
     Provenance.collect()  # its cached parts (ROOT's release) are ready for every child
     return {"warm_s": time.perf_counter() - started, "formats": list(formats)}
-
-
-@dataclass(frozen=True)
-class Pages:
-    """A run of pages mapped in the warm parent: where, how long, and whether it is writable."""
-
-    start: int
-    length: int
-    writable: bool
-    perms: str  # as /proc/self/maps has them ("rw-p"): the child checks they still hold
-
-
-def _mappings() -> list[tuple[int, int, str, str]]:
-    """(start, end, perms, name) of this process's mappings."""
-    out = []
-    for line in Path("/proc/self/maps").read_text().splitlines():
-        fields = line.split(maxsplit=5)
-        start, end = (int(x, 16) for x in fields[0].split("-"))
-        out.append((start, end, fields[1], fields[5].strip() if len(fields) > 5 else ""))
-    return out
-
-
-def resident_pages() -> list[Pages]:
-    """The private pages this process has mapped (``/proc/self/pagemap``'s present bit): its
-    own memory and the library pages it has run. A forked child inherits them shared."""
-    import numpy as np
-
-    runs: list[Pages] = []
-    with open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
-        for start, end, perms, name in _mappings():
-            if perms[0] != "r" or perms[3] != "p" or name in ("[vvar]", "[vdso]", "[vsyscall]"):
-                continue  # inaccessible, shared, or the kernel's
-            pagemap.seek(start // PAGE * 8)
-            entries = np.frombuffer(pagemap.read((end - start) // PAGE * 8), dtype=np.uint64)
-            present = np.concatenate(([0], (entries >> np.uint64(63)).astype(np.int8), [0]))
-            edges = np.flatnonzero(np.diff(present))
-            for a, b in zip(edges[::2], edges[1::2], strict=True):
-                runs.append(Pages(start + int(a) * PAGE, int(b - a) * PAGE, perms[1] == "w", perms))
-    return runs
-
-
-def make_private(runs: Sequence[Pages]) -> int:
-    """In a forked child: copy now every writable page of ``runs`` and map every read-only one,
-    as a cold job's start-up left them, so that its clock counts no copy-on-write or library
-    fault the cold job would not. Runs whose mapping changed since are left alone. Returns the
-    bytes done (0 where the kernel has no MADV_POPULATE, before 5.14)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    maps = _mappings()
-    done, i = 0, 0
-    for run in runs:  # both in address order
-        while i < len(maps) and maps[i][1] <= run.start:
-            i += 1
-        if i == len(maps) or maps[i][0] > run.start or maps[i][2] != run.perms:
-            continue
-        length = min(run.length, maps[i][1] - run.start)
-        advice = MADV_POPULATE_WRITE if run.writable else MADV_POPULATE_READ
-        if libc.madvise(run.start, length, advice) == 0:
-            done += length
-    return done
 
 
 def thread_count() -> int:
