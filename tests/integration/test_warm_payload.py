@@ -167,8 +167,15 @@ def engine_of(options: list[str]) -> str:
 def test_forked_jobs_measure_what_cold_jobs_measure(
     target: Target, access: Access, data: Path, payloads: dict[str, warm.WarmPayload]
 ) -> None:
+    """Equal counts, and no more page faults in the clock than a cold job's. Forked RNTuple jobs
+    once faulted 2.4-3.4 times as often (each page of the warm parent they wrote was copied, each
+    library page they ran was mapped, inside the clock) and measured 63 ms against 36 ms. Their
+    walls are compared in bench/fork_bias.py, with medians of many runs: jobs of 40-200 ms
+    cannot be timed apart on a shared 2-core machine from two runs each (CI failed so twice
+    in three runs), their page faults can."""
     for payload in payloads.values():
         assert payload.info["threads"] == 1, "fork keeps one thread: the parent must have one"
+        assert payload.info["pages"]["private_mib"] > 0, payload.info
     for name, *options in POINTS:
         argv = read_argv(data / name, *options)
         forks = payloads[engine_of(options)]
@@ -184,13 +191,8 @@ def test_forked_jobs_measure_what_cold_jobs_measure(
         assert cold["events"] > 0
         for key in COUNTS:
             assert {r[key] for r, _ in runs["exec"] + runs["fork"]} == {cold[key]}, (name, key)
-        # A busy moment on a shared 2-core VM only ever adds waiting (one fresh-clone CI run had
-        # the exec'd pair at 0.80 beside 0.99 forked; reruns had 0.99 for all): compare each
-        # launch's best of two, as timeit does.
-        wall = {k: min(r["wall_s"] for r, _ in v) for k, v in runs.items()}
-        eff = {k: max(r["cpu_efficiency"] for r, _ in v) for k, v in runs.items()}
-        assert 0.6 < wall["fork"] / wall["exec"] < 1.6, (name, options, wall)
-        assert abs(eff["fork"] - eff["exec"]) < 0.15, (name, options, eff)
+        faults = {k: min(r["counters"]["minor_faults"] for r, _ in v) for k, v in runs.items()}
+        assert faults["fork"] <= 1.1 * faults["exec"], (name, options, faults)
         assert forked["provenance"]["pid"] != cold["provenance"]["pid"]
         launch_s = {k: max(c.launch_s for _, c in v) for k, v in runs.items()}
         assert launch_s["fork"] < launch_s["exec"], launch_s

@@ -111,7 +111,7 @@ def test_cpu_efficiency_is_over_wall_times_threads(monkeypatch: pytest.MonkeyPat
     assert cpu_efficiency(3.0, 2.0, 2) == 0.75
     assert cpu_efficiency(1.0, 0.0, 2) is None
     monkeypatch.setattr(payload_runner, "too_many_threads", lambda *_: None)
-    before, after = ProcSnapshot(10.0, 1.0, 0.5, 0, 0), ProcSnapshot(12.0, 3.5, 1.0, 0, 0)
+    before, after = ProcSnapshot(10.0, 1.0, 0.5, 0, 0, 0), ProcSnapshot(12.0, 3.5, 1.0, 0, 0, 0)
     opts = ReadOptions("/f.root", threads=2)
     m = payload_runner._measurement(before, after, EngineResult(), 0.0, opts)
     assert m.cpu_efficiency == pytest.approx(3.0 / (2.0 * 2)) and m.cpu_efficiency_note is None

@@ -16,6 +16,7 @@ class ProcSnapshot:
     sys: float
     run_delay_ns: int
     rchar: int
+    minor_faults: int  # this process's (not its children's): pages it touched for the first time
 
     @classmethod
     def take(cls) -> ProcSnapshot:
@@ -27,6 +28,7 @@ class ProcSnapshot:
             sys=me.ru_stime + kids.ru_stime,
             run_delay_ns=run_delay_ns(),
             rchar=rchar(),
+            minor_faults=me.ru_minflt,
         )
 
 

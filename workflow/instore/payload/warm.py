@@ -5,6 +5,16 @@ JIT-compiling the loops) to measure 0.2-2 s. The warm payload pays that once per
 Each job is a fresh child forked from it, so every job still has clean state: its own process
 group, TFile, XRootD client, counters and cgroup membership, and it exits at its end.
 
+A forked child starts with the parent's memory shared copy-on-write and with none of the
+parent's library pages mapped: each page it then writes is copied, and each code page it runs is
+faulted in, on its first touch. A cold job has done both during its own start-up, before its
+clock. Left in the clock, they cost a forked RNTuple job 2.4 times a cold job's page faults (8,200
+against 3,400 for the root engine, 2,900 against 850 for uproot's) and 10-70 ms of a 40-200 ms
+read. So a forked ``instore read`` first makes its own copy of every page the parent had (and
+maps the parent's library pages), before its clock, as launch: its reading then faults as a cold
+job's does. That costs each job about 0.2 s (root) or 0.06 s (uproot) of launch and the memory a
+cold job has (``instore.payload.pages``; bench/fork_bias.py measures it).
+
 Fork is safe because the parent never opens a file, socket or XRootD client and runs no thread:
 it warms up on an in-memory tree only, and it says how many threads it has when it is ready
 (one). One warm payload serves one engine: ROOT's XRootD client (in the ROOT wheel) and uproot's
@@ -40,9 +50,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from instore.payload.pages import Pages, make_private, resident_pages
 from instore.vocabulary import FORMATS, PAYLOAD_ENGINES
 
 PR_SET_PDEATHSIG = 1
+PRIVATE_COMMANDS = ("read",)  # the measured jobs whose pages are made private before the clock
+# "1" in a job's env leaves the parent's pages shared: only to measure what that costs
+# (bench/fork_bias.py); a study never sets it.
+SHARED_PAGES_ENV = "INSTORE_FORK_SHARED_PAGES"
 OUTPUT_TAIL = 200_000  # bytes of a job's stdout and stderr sent back (the record is the last line)
 Entry = Callable[[list[str]], int]  # the command line's main: argv without the program name
 
@@ -102,11 +117,16 @@ def _redirect(fd: int, path: str | Path, flags: int) -> None:
 
 
 def run_child(
-    request: dict[str, Any], out: Path, err: Path, private_fds: list[int], entry: Entry
+    request: dict[str, Any],
+    out: Path,
+    err: Path,
+    private_fds: list[int],
+    entry: Entry,
+    pages: Sequence[Pages] = (),
 ) -> None:
-    """In the forked child: become a job of its own and run the ``instore`` command through
-    ``entry`` (the command line's entry point that started this payload). Never
-    returns."""
+    """In the forked child: become a job of its own (with its own copy of the parent's pages
+    for a measured read) and run the ``instore`` command through ``entry`` (the command line's
+    entry point that started this payload). Never returns."""
     code = 1
     try:
         os.setpgid(0, 0)  # a timeout or crash kills this job's group only
@@ -122,6 +142,8 @@ def run_child(
         argv = list(request["argv"])
         if argv[:1] != ["instore"]:
             raise ValueError(f"the warm payload runs instore commands only, not {argv[:1]}")
+        if argv[1:2] and argv[1] in PRIVATE_COMMANDS and os.environ.get(SHARED_PAGES_ENV) != "1":
+            make_private(pages)
         code = entry(argv[1:])
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1
@@ -152,9 +174,17 @@ def _tail(path: Path) -> str:
 class WarmParent:
     """The warm process's loop: read requests, fork jobs, answer as they end."""
 
-    def __init__(self, reply_fd: int, engine: str, entry: Entry, request_fd: int = 0) -> None:
+    def __init__(
+        self,
+        reply_fd: int,
+        engine: str,
+        entry: Entry,
+        request_fd: int = 0,
+        pages: Sequence[Pages] = (),
+    ) -> None:
         self.reply_fd = reply_fd
         self.entry = entry
+        self.pages = pages  # what each read job makes its own before its clock
         self.engine = engine
         self.request_fd = request_fd
         self.selector = selectors.DefaultSelector()
@@ -221,7 +251,7 @@ class WarmParent:
                         "stderr": f"the warm payload could not fork the job: {error}"})  # fmt: skip
             return
         if pid == 0:
-            run_child(request, out, err, private, self.entry)
+            run_child(request, out, err, private, self.entry, self.pages)
         pidfd = os.pidfd_open(pid)
         deadline = time.monotonic() + float(timeout) if timeout else None
         self.running[pidfd] = Running(job_id, pid, pidfd, out, err, forked_at, deadline)
@@ -296,10 +326,14 @@ def serve(engine: str, entry: Entry, formats: Sequence[str] = FORMATS) -> int:
     # The warm objects move to the collector's permanent generation: a child's collections then
     # leave them alone instead of writing to (and so copying) every page that holds them.
     gc.freeze()
-    parent = WarmParent(reply_fd, engine, entry)
+    pages = resident_pages()
+    parent = WarmParent(reply_fd, engine, entry, pages=pages)
+    mib = {kind: round(sum(r.length for r in pages if r.writable == w) / 2**20)
+           for kind, w in (("private_mib", True), ("mapped_mib", False))}  # fmt: skip
     parent.reply(
-        {"ready": True, "engine": engine, "pid": os.getpid(), "threads": thread_count(), **ready}
-    )
+        {"ready": True, "engine": engine, "pid": os.getpid(), "threads": thread_count(),
+         **ready, "pages": mib}
+    )  # fmt: skip
     parent.serve()
     return 0
 

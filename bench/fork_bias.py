@@ -1,0 +1,156 @@
+"""Benchmark: does a job forked from a warm payload measure what a cold job measures?
+
+For TTree and RNTuple points, both engines, on the host (runtime none) and in the payload
+container (podman): the same ``instore read`` run three ways, alternating, ``--runs`` times each:
+
+- ``exec``: a cold job (a new process, in a new container), which imports and warms up itself;
+- ``fork``: forked from a warm payload, as a sweep runs it (the child makes the parent's pages its
+  own before its clock: ``instore.payload.warm``);
+- ``fork_shared``: forked, with the parent's pages left shared copy-on-write (the warm payload
+  before that fix; ``INSTORE_FORK_SHARED_PAGES=1``).
+
+Per way: the medians of the job's measured wall, its CPU (user + system), the minor page faults
+in its clock, and its launch. Ratios are forked over cold medians. Target: every RNTuple point's
+forked wall within 5% of the cold one. The counts (bytes read, read calls, vector reads, events,
+bytes needed) must be equal for all three ways, or the benchmark stops.
+
+Results go to bench/fork_bias_results.json with the machine (and its load average: the machine is
+shared) they ran on. Usage: python bench/fork_bias.py [--runs N] [--runtimes none podman]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+BUILD = REPO / "build" / "bench" / "fork-bias"
+OUT = HERE / "fork_bias_results.json"
+EVENTS = 3000  # the files of tests/integration/test_warm_payload.py (4.6 MB each)
+POINTS = {
+    "TTree, root": ("ordered-r0.root", "--engine", "root"),
+    "TTree, uproot": ("ordered-r0.root", "--engine", "uproot"),
+    "RNTuple, root": ("rntuple-r0.root", "--engine", "root"),
+    "RNTuple, uproot": ("rntuple-r0.root", "--engine", "uproot"),
+    "RNTuple, uproot, 10% of fields": (
+        "rntuple-r0.root", "--engine", "uproot", "--branches", "fraction:0.1",
+    ),
+}  # fmt: skip
+COUNTS = ("bytes_read", "read_calls", "vector_reads", "events", "bytes_needed")
+WAYS = ("exec", "fork", "fork_shared")
+TARGET = 0.05
+
+
+def machine() -> dict:
+    mem = Path("/proc/meminfo").read_text().split()[1]
+    model = next(
+        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+         if line.startswith("model name")), "?",
+    )  # fmt: skip
+    return {"cpu": model, "cores": os.cpu_count(), "memory_gib": round(int(mem) / 2**20, 1),
+            "kernel": platform.release(), "python": platform.python_version()}  # fmt: skip
+
+
+def files() -> Path:
+    if not (BUILD / "rntuple-r0.root").exists():
+        from instore.generate import generate_files
+
+        generate_files(BUILD, layouts=["ordered", "rntuple"], seed=3, n_events=EVENTS)
+    return BUILD
+
+
+def _stats(values: list[float]) -> dict:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "samples": values}  # fmt: skip
+
+
+def bench_runtime(runtime: str, runs: int, data: Path) -> dict:
+    from instore.container import image, warm
+    from instore.container.measure import run_contained
+    from instore.container.runtime import Access, Bind, Runtime, Target
+    from instore.payload.warm import SHARED_PAGES_ENV
+
+    target = Target(Runtime.NONE) if runtime == "none" else image.target_for(Runtime(runtime))
+    # on the host, jobs import this checkout's instore (a shared venv may hold another's)
+    env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if runtime == "none" and "PYTHONPATH" in os.environ else {}  # fmt: skip
+    access = Access((Bind(data),), env=env)
+    payloads = {e: warm.WarmPayload.start(target, access, e) for e in ("root", "uproot")}
+    out: dict = {"warm_payload_pages": {e: p.info.get("pages") for e, p in payloads.items()}}
+    try:
+        for label, (name, *options) in POINTS.items():
+            argv = ["instore", "read", str(data / name), *options]
+            payload = payloads[options[options.index("--engine") + 1]]
+            records: dict[str, list] = {way: [] for way in WAYS}
+            for _ in range(runs):
+                for way in WAYS:
+                    if way == "exec":
+                        record, container = run_contained(target, argv, access, timeout=300)
+                    else:
+                        shared = {SHARED_PAGES_ENV: "1"} if way == "fork_shared" else {}
+                        record, container = payload.run(argv, {**access.env, **shared}, 300)
+                    if record.get("error"):
+                        raise SystemExit(f"{label} ({way}): {record['error']}")
+                    records[way].append((record, container))
+            first = records["exec"][0][0]
+            for key in COUNTS:
+                seen = {r[key] for way in WAYS for r, _ in records[way]}
+                if seen != {first[key]}:
+                    raise SystemExit(f"{label}: {key} differs between ways: {sorted(seen)}")
+            point: dict = {"counts": {k: first[k] for k in COUNTS}}
+            for way in WAYS:
+                pairs = records[way]
+                point[way] = {
+                    "wall_s": _stats([r["wall_s"] for r, _ in pairs]),
+                    "cpu_s": _stats([r["user_s"] + r["sys_s"] for r, _ in pairs]),
+                    "minor_faults": _stats([r["counters"]["minor_faults"] for r, _ in pairs]),
+                    "launch_s": _stats([c.launch_s for _, c in pairs]),
+                }
+            for way in ("fork", "fork_shared"):
+                point[f"{way}_over_exec"] = {
+                    m: point[way][m]["median"] / point["exec"][m]["median"]
+                    for m in ("wall_s", "cpu_s", "minor_faults")
+                }
+            out[label] = point
+            print(f"{runtime} {label}: wall fork/exec {point['fork_over_exec']['wall_s']:.3f}, "
+                  f"shared/exec {point['fork_shared_over_exec']['wall_s']:.3f}", flush=True)  # fmt: skip
+    finally:
+        for payload in payloads.values():
+            payload.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7, help="runs per way and point (default 7)")
+    parser.add_argument("--runtimes", nargs="+", default=["none", "podman"])
+    args = parser.parse_args()
+    data = files()
+    results: dict = {"machine": machine(), "runs": args.runs, "events": EVENTS,
+                     "target": TARGET}  # fmt: skip
+    results["machine"]["load_before"] = list(os.getloadavg())
+    started = time.time()
+    results["runtimes"] = {rt: bench_runtime(rt, args.runs, data) for rt in args.runtimes}
+    results["machine"]["load_after"] = list(os.getloadavg())
+    results["when"] = dt.datetime.fromtimestamp(started, dt.UTC).isoformat(timespec="seconds")
+    results["duration_s"] = time.time() - started
+    rntuple = [p["fork_over_exec"]["wall_s"] for r in results["runtimes"].values()
+               for label, p in r.items() if label.startswith("RNTuple")]  # fmt: skip
+    results["met"] = all(abs(x - 1) <= TARGET for x in rntuple)
+    OUT.write_text(json.dumps(results, indent=2) + "\n")
+    print(
+        f"RNTuple forked/cold wall: {[round(x, 3) for x in rntuple]} "
+        f"({'meets' if results['met'] else 'misses'} the {TARGET:.0%} target)"
+    )
+    print(f"written to {OUT}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
