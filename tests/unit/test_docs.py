@@ -147,7 +147,8 @@ def _commands(text: str) -> list[tuple[str, bool]]:
         match = BLOCK_COMMAND.search(line)
         if match:
             words = re.split(r"\s(?:#|&&|;|\|\||>|2>)", " " + match.group(1))[0].strip()
-            found.append((words, not SYNOPSIS.search(words)))
+            if words:  # else a directory's name: `git clone URL instore && cd instore`
+                found.append((words, not SYNOPSIS.search(words)))
     found += [(m.group(1).strip(), False) for m in INLINE_COMMAND.finditer(text)]
     return found
 
