@@ -76,7 +76,9 @@ docs: venv-dev  ## regenerate the generated docs pages (the schemas' enums from 
 	$(BIN)/python docs/gen/results.py docs
 	$(BIN)/python docs/gen/study.py docs
 
-bench: setup  ## payload overhead and job-launch benchmarks; writes bench/results.json, bench/launch_results.json
+# The benchmarks start emulated sites and podman containers: their packages too.
+bench: SYSTEM = site emulated
+bench: setup venv-emulated  ## payload overhead and job-launch benchmarks; writes bench/results.json, bench/launch_results.json
 	$(BIN)/python bench/payload_overhead.py
 	$(BIN)/python bench/launch_overhead.py
 
