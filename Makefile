@@ -57,11 +57,15 @@ test: setup venv-emulated venv-dev  ## set up, then run the whole test suite (in
 test-unit: venv venv-dev  ## unit tests only (no root, no servers)
 	$(BIN)/python -m pytest -v tests/unit
 
-study: setup  ## set up, then run the whole default study (PROFILE=quick; CONFIG="sites=[mysite]")
+study: $(if $(DRY_RUN),venv,setup)  ## set up, then run the whole default study (PROFILE=quick; CONFIG="sites=[mysite] run=LABEL"; DRY_RUN=1: say what it would do to each site, and stop)
+ifneq ($(DRY_RUN),)
+	$(BIN)/instore plan profile=$(PROFILE) $(CONFIG)
+else
 	@need=$$($(BIN)/python -m instore.needs profile=$(PROFILE) $(CONFIG)) || exit 1; \
 	if [ -n "$$need" ]; then envs/setup-system.sh $(SYSTEM) $$need && $(MAKE) --no-print-directory venv-emulated; fi
 	$(BIN)/python -m instore.workflowlock
 	$(BIN)/snakemake --cores $(CORES) --config profile=$(PROFILE) $(CONFIG) --rerun-incomplete
+endif
 
 lab: venv  ## JupyterLab on the results, bound to localhost
 	$(BIN)/instore lab

@@ -8,6 +8,9 @@
 #   sites=[a,b]    measure these sites (config/sites/<name>.yaml) instead of the profile's
 #   runtime=NAME   where jobs run: auto (default), podman, apptainer, none (the host venv)
 #   calibrate=BOOL measure each site's physical limits first (default true)
+#   run=LABEL      keep this run apart: results/runs/LABEL, reports/runs/LABEL (a new label
+#                  measures everything again)
+#   baseline=NAME  compare with an earlier run (its label or results directory) in the reports
 # A misspelt key or a bad value stops the run at once (workflow/schemas/config.schema.json).
 
 from snakemake.utils import min_version
@@ -25,8 +28,12 @@ include: "workflow/rules/reports.smk"
 
 rule all:
     input:
-        "reports/index.html",
+        f"{REPORTS}/index.html",
     default_target: True
+
+
+onstart:
+    announce_real_sites()
 
 
 onsuccess:

@@ -110,7 +110,7 @@ def replayed(site: str, protocol: str, trace: Path, *extra: str) -> dict:
 
 def record_trace(spec: dict, tree: str, out: Path) -> Path:
     """The analysis's trace, recorded as `make study` records it (workflow/rules/traces.smk)."""
-    from instore.study.files import replica_name
+    from instore.filenames import replica_name
 
     file = DATA / replica_name("ordered", 0, spec["fileset"])
     done = instore("record", "--warm-up", "1", "--site", "lan-ssd", "--protocol", "xrootd",

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
 SITES = ("tiny-a", "tiny-b")
 SECTIONS = ("layout", "cache", "protocols", "readahead", "jobfill")
-# tiny-b runs only these (tiny-study.yaml: the other sections say `sites: [tiny-a]`)
+# tiny-b runs only these (tiny-study.yaml: the other sections say `budget_sites: [tiny-a]`)
 SECTIONS_OF = {"tiny-a": SECTIONS, "tiny-b": ("layout", "jobfill")}
 COPIED = (
     "Snakefile",

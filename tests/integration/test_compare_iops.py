@@ -4,7 +4,8 @@ by 20% (150 -> 120, the blkio throttle). The IOPS-bound point (the unordered fil
 comes out slower with intervals that exclude 1; the CPU-bound point (the ordered file, cache
 on, 200 us of CPU per event) comes out unchanged, within the noise; a results directory compared with itself has
 every point unchanged. Two points of 2 repetitions each: the smallest sweep that shows it.
-Needs root."""
+The two sweeps are the how-to's labelled runs (docs/before-after.md): `--run before` and
+`--run after` into one results directory, compared by their labels. Needs root."""
 
 from __future__ import annotations
 
@@ -73,25 +74,32 @@ def env(tmp_path: Path, small_files: dict[str, Path]) -> Iterator[dict[str, Path
         yield {"data": data, "study": study_file(tmp_path), "tmp": tmp_path}
 
 
-def sweep(cli: Cli, env: dict[str, Path], site: Path, results: Path) -> None:
-    proc = cli(*sweep_args(env, results, "--runtime", "none", site=site), timeout=300)
+def sweep(cli: Cli, env: dict[str, Path], site: Path, label: str) -> Path:
+    """A labelled run of the site into the test's results/, as `make study CONFIG=run=...`."""
+    results = env["tmp"] / "results"
+    proc = cli(*sweep_args(env, results, "--runtime", "none", "--run", label, site=site),
+               timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return results / "runs" / label
 
 
-def compare(cli: Cli, *args: str) -> str:
-    proc = cli("compare", *args, timeout=120)
+def compare(cli: Cli, env: dict[str, Path], *args: str) -> str:
+    """`instore compare` in the test's directory, where results/runs/<label> are."""
+    proc = cli("compare", *args, timeout=120, cwd=env["tmp"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
 
 def test_lowered_iops_slow_the_iops_bound_point_only(env: dict[str, Path], cli: Cli) -> None:
     start = time.perf_counter()
-    before, after = env["tmp"] / "before", env["tmp"] / "after"
-    sweep(cli, env, lan_hdd(env["tmp"] / "site-150", 150), before)
-    sweep(cli, env, lan_hdd(env["tmp"] / "site-120", 120), after)
+    before = sweep(cli, env, lan_hdd(env["tmp"] / "site-150", 150), "before")
+    after = sweep(cli, env, lan_hdd(env["tmp"] / "site-120", 120), "after")
+    assert (before / SITE / "records.jsonl").is_file() and (
+        after / SITE / "records.jsonl"
+    ).is_file()
     swept = time.perf_counter() - start
     out = env["tmp"] / "compare.csv"
-    printed = compare(cli, str(before), str(after), "--noise", str(NOISE), "--out", str(out))
+    printed = compare(cli, env, "before", "after", "--noise", str(NOISE), "--out", str(out))
     print(printed)
     table = pd.read_csv(out).set_index("section")
     assert list(table["present"]) == ["both", "both"], "the two points, and no other"
@@ -114,7 +122,7 @@ def test_lowered_iops_slow_the_iops_bound_point_only(env: dict[str, Path], cli: 
         and "1 unchanged" in counts
     )
 
-    itself = compare(cli, str(before), str(before), "--out", str(env["tmp"] / "self.csv"))
+    itself = compare(cli, env, "before", str(before), "--out", str(env["tmp"] / "self.csv"))
     same = pd.read_csv(env["tmp"] / "self.csv")
     assert (same["change"] == "unchanged").all() and len(same) == 2
     assert (same["wall_s_after_before"] == 1).all()

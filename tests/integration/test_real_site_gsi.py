@@ -25,11 +25,11 @@ import pytest
 import yaml
 from instore.cli import main
 from instore.errors import InstoreError
+from instore.filenames import replica_name
 from instore.site import PreflightError, load_site
 from instore.site import upload as upload_module
 from instore.site.real import open_real
 from instore.study import load_study
-from instore.study.files import replica_name
 from instore.summary.command import summarize, write
 from instore.sweep import runner
 from instore.sweep.options import SweepOptions

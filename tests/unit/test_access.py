@@ -9,9 +9,8 @@ import re
 from pathlib import Path
 
 from instore import access, record, urls, vocabulary
-from instore.site import config
+from instore.site import config, roles
 from instore.site.config import PROTOCOLS
-from instore.site.emulated import roles
 
 PACKAGE = Path(access.__file__).parent
 METHOD_SPELLED = re.compile(rf"""["']({"|".join(map(re.escape, access.NAMES))})["']""")
@@ -36,7 +35,7 @@ def test_access_method_names_are_spelt_by_their_owners_only() -> None:
     found = methods_spelt_outside_their_owners()
     assert found == [], (
         "ask instore.access (POSIX, XROOTD, FUSE, METHODS...) for a method, instore.urls for a "
-        "storage protocol, instore.site.emulated.roles for a site's process or program, "
+        "storage protocol, instore.site.roles for a site's process or program, "
         "instore.record.XROOTD_PACKAGE for the bindings, instore.site.config.CACHE_KIND"
     )
 

@@ -3,6 +3,7 @@ sites skip them and why, and that knobs added later leave the keys of old points
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -10,7 +11,7 @@ import pytest
 import yaml
 from instore.site import load_site
 from instore.study import Point, expand, load_study
-from instore.study.grid import KEYED_IF_SET, section_sites
+from instore.study.grid import KEYED_IF_SET, section_budget, section_needs
 from instore.summary.recommend import break_even_ms, caching, caching_curves
 from instore.sweep import plan, runner
 from instore.sweep.options import SweepOptions
@@ -73,20 +74,25 @@ def test_grid_expands_rtt_and_bandwidth_axes(tmp_path: Path) -> None:
 
 
 def test_cache_state_applies_to_xcache_reads_only(tmp_path: Path) -> None:
-    grid = {"protocol": ["xrootd", "xcache"], "cache_state": ["cold", "warm"], "sites": ["wan"]}
+    grid = {
+        "protocol": ["xrootd", "xcache"],
+        "cache_state": ["cold", "warm"],
+        "budget_sites": ["wan"],
+    }
     study = load_study(_study(tmp_path, grid))
     points = expand(study, "caching")
     assert [(p.protocol, p.cache_state) for p in points] == [
         ("xrootd", None), ("xcache", "cold"), ("xcache", "warm"),
     ]  # fmt: skip
-    assert section_sites(study, "caching") == ("wan",)
+    assert section_budget(study, "caching") == ("wan",)
 
 
-def test_shipped_caching_sections_run_on_wan_with_an_rtt_axis() -> None:
+def test_shipped_caching_sections_need_an_xcache_and_have_an_rtt_axis() -> None:
     for profile, rtts in (("quick", 2), ("full", 3)):
         study = load_study(overrides={"profile": profile})
         points = expand(study, "caching")
-        assert section_sites(study, "caching") == ("wan",)
+        assert section_needs(study, "caching") == ("xcache",)
+        assert section_budget(study, "caching") is None
         assert len({p.rtt_ms for p in points}) == rtts
         # per RTT and read: xrootd, stage-in, xcache cold, xcache warm
         assert len(points) == rtts * 2 * 4 * study.repetitions_of(None, "caching")
@@ -95,16 +101,25 @@ def test_shipped_caching_sections_run_on_wan_with_an_rtt_axis() -> None:
     assert all(plan.site_skip_reason(p, wan) is None for p in points)
 
 
-def test_real_sites_skip_condition_axes_and_cache_states(tmp_path: Path) -> None:
+def test_real_sites_lack_the_link_and_their_own_xcache(tmp_path: Path) -> None:
     site = load_site(write_real_site(tmp_path / "local.yaml", {"xrootd": "root://h//{file}"}))
     assert plan.site_skip_reason(Point("caching", protocol="xrootd", rtt_ms=10), site) == (
-        "RTT and bandwidth are only set on emulated links"
+        "site local is real: its link's RTT and bandwidth are its own"
     )
     assert plan.site_skip_reason(Point("caching", protocol="xrootd", bandwidth_mbit=10), site)
     assert plan.site_skip_reason(Point("caching", protocol="xcache"), site) == (
         "site offers no xcache"
     )
     assert plan.site_skip_reason(Point("caching", protocol="xrootd"), site) is None
+
+
+def test_a_real_site_runs_condition_axes_at_its_own_values(tmp_path: Path) -> None:
+    """rtt_ms and bandwidth_mbit collapse to the site's own link on a site that cannot set
+    them (the section does not need it): one point instead of one per RTT."""
+    site = load_site(write_real_site(tmp_path / "local.yaml", {"xrootd": "root://h//{file}"}))
+    grid = {"protocol": ["xrootd"], "rtt_ms": [10, 50], "bandwidth_mbit": [100]}
+    points = plan.points_on(load_study(_study(tmp_path, grid)), "caching", site)
+    assert [(p.rtt_ms, p.bandwidth_mbit, p.protocol) for p in points] == [(None, None, "xrootd")]
 
 
 def test_sites_without_a_cache_skip_xcache_points() -> None:
@@ -121,10 +136,10 @@ def test_a_section_limited_to_other_sites_is_skipped_with_a_reason(
     data.mkdir()
     (data / "ordered-r0.root").write_bytes(b"")
     site = write_real_site(tmp_path / "local.yaml", {"posix": f"{data}/{{file}}"})
-    grid = {"protocol": ["posix"], "rtt_ms": [10, 50], "sites": ["wan"]}
+    grid = {"protocol": ["posix"], "rtt_ms": [10, 50], "budget_sites": ["wan"]}
     monkeypatch.setattr(runner, "open_site", lambda *a, **k: pytest.fail("nothing to start"))
     opts = SweepOptions(
-        study=load_study(_study(tmp_path, grid)),
+        study=load_study(_study(tmp_path, grid, sites=["local", "wan"])),
         site=str(site),
         sections=["caching"],
         data=data,
@@ -132,7 +147,13 @@ def test_a_section_limited_to_other_sites_is_skipped_with_a_reason(
         progress=False,
     )
     summary = runner.run_site(opts)
-    assert summary.skipped == {"section caching runs on wan only": 2}
+    assert summary.skipped == {
+        "section caching runs on wan only of profile t's own sites (its budget_sites)": 1
+    }
+    # a site the profile does not name runs it, at its own RTT
+    opts = replace(opts, study=load_study(_study(tmp_path, grid, sites=["wan"])))
+    todo = plan.plan(opts, load_site(site)).todo
+    assert [(p.protocol, p.rtt_ms) for p, _ in todo] == [("posix", None)]
 
 
 def _caching_stats() -> pd.DataFrame:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from instore import credentials
+from instore.credentials import diagnosis
 from instore.errors import InstoreError
 from instore.sweep.jobs import access_for
 
@@ -139,15 +140,15 @@ def test_auth_refusals_say_so_and_name_the_fix(
     monkeypatch.delenv("BEARER_TOKEN", raising=False)
     monkeypatch.delenv("BEARER_TOKEN_FILE", raising=False)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
-    line = credentials.explain("root://h//f", message)
+    line = diagnosis.explain("root://h//f", message)
     assert line is not None and line.startswith("authentication refused by root://h//f")
     assert "voms-proxy-init" in line and "regenerate" not in line
 
 
 def test_other_errors_pass_unchanged() -> None:
-    assert credentials.explain("/data/f.root", "Auth failed") == "Auth failed", "local: as is"
-    assert credentials.explain("root://h//f", "short read at offset 3") == "short read at offset 3"
-    assert credentials.explain("root://h//f", None) is None
+    assert diagnosis.explain("/data/f.root", "Auth failed") == "Auth failed", "local: as is"
+    assert diagnosis.explain("root://h//f", "short read at offset 3") == "short read at offset 3"
+    assert diagnosis.explain("root://h//f", None) is None
 
 
 def test_held_says_the_proxy_subject_and_time_left_never_the_token(
@@ -182,9 +183,9 @@ def test_a_proxy_signed_with_sha1_is_named_as_unusable_over_https(
         assert "signed with SHA1" in str(line) and "voms-proxy-init" in str(line)
     monkeypatch.setenv("X509_USER_PROXY", str(cert))
     monkeypatch.setenv("X509_CERT_DIR", str(tmp_path))
-    hint = credentials.auth_hint("https://se.example.org//f.root")
+    hint = diagnosis.auth_hint("https://se.example.org//f.root")
     assert ("signed with SHA1" in hint) == weak
-    assert "signed with" not in credentials.auth_hint("root://se.example.org//f.root")
+    assert "signed with" not in diagnosis.auth_hint("root://se.example.org//f.root")
 
 
 def test_a_dangling_proxy_variable_is_named_when_a_token_is_refused_over_xrootd(
@@ -198,10 +199,10 @@ def test_a_dangling_proxy_variable_is_named_when_a_token_is_refused_over_xrootd(
     monkeypatch.setenv("BEARER_TOKEN_FILE", str(token))
     monkeypatch.delenv("BEARER_TOKEN", raising=False)
     monkeypatch.setenv("X509_USER_PROXY", str(tmp_path / "gone"))
-    hint = credentials.auth_hint("root://se.example.org//f.root")
+    hint = diagnosis.auth_hint("root://se.example.org//f.root")
     assert hint.startswith(f"X509_USER_PROXY names {tmp_path / 'gone'}, which does not exist")
     assert TOKEN not in hint
-    assert "bearer token" in credentials.auth_hint("https://se.example.org//f.root")
+    assert "bearer token" in diagnosis.auth_hint("https://se.example.org//f.root")
     monkeypatch.delenv("X509_USER_PROXY")
     creds = credentials.Credentials(tmp_path / "gone", False, None, None, TOKEN, token)
-    assert "refused the bearer token" in credentials.auth_hint("root://se//f.root", creds)
+    assert "refused the bearer token" in diagnosis.auth_hint("root://se//f.root", creds)

@@ -1,5 +1,7 @@
 """No import cycle in the package, counting every import: module-level, inside functions and
-under TYPE_CHECKING (a cycle hidden behind a late import is still one)."""
+under TYPE_CHECKING (a cycle hidden behind a late import is still one), the parent packages'
+``__init__`` that importing a submodule runs, and modules named in strings (``"instore.x.y"`` or
+``"instore.x.y:Name"``) that ``importlib`` loads."""
 
 from __future__ import annotations
 
@@ -41,7 +43,27 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
             for alias in node.names:
                 whole = f"{base}.{alias.name}"
                 found.add(whole if whole in modules else known(base))
-    return {m for m in found if m is not None and m != name}
+    found.update(_named_in_strings(path, modules))
+    found.update(p for m in set(found) if m is not None for p in _parents(m, modules))
+    return {m for m in found if m is not None and m != name} - _parents(name, modules)
+
+
+def _parents(name: str, modules: dict[str, Path]) -> set[str]:
+    """The packages whose ``__init__`` runs before ``name`` is imported (already running when
+    ``name`` itself is imported, so not an edge out of ``name``)."""
+    parts = name.split(".")
+    return {p for i in range(1, len(parts)) if (p := ".".join(parts[:i])) in modules}
+
+
+def _named_in_strings(path: Path, modules: dict[str, Path]) -> set[str]:
+    """Modules of the package a string names, as ``importlib.import_module`` is given them."""
+    named = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            module = node.value.partition(":")[0]
+            if module in modules:
+                named.add(module)
+    return named
 
 
 def cycles() -> list[list[str]]:

@@ -52,6 +52,7 @@ COLUMNS = {
     "section", "layout", "protocol", "cache_mb", "readahead_kb", "block_readahead_kb",
     "uproot_gap_kb", "branches", "entry_fraction", "cpu_us", "fill", "nodes", "repetition",
     "cache_state", "rtt_ms", "bandwidth_mbit", "fileset", "trace", "io_scheduler", "filesystem",
+    "substitutes",
 }  # fmt: skip
 
 

@@ -207,7 +207,8 @@ def _measure(
 
     live = SimpleNamespace(config=SimpleNamespace(name="local"), heal=list)
     run = SimpleNamespace(live=live, summary=SweepSummary("local"), opts=opts, workers=["w"],
-                          series=planned.series, noise=noise, store=store, cores=None)  # fmt: skip
+                          series=planned.series, noise=noise, store=store, cores=None,
+                          ramp=planned.ramp)  # fmt: skip
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(runner, "_run_point", run_point)
         runner._measure(run, planned.todo)  # type: ignore[arg-type]

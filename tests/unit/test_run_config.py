@@ -12,7 +12,8 @@ import pytest
 from instore.configfile import schema
 from instore.container.runtime import SETTINGS
 from instore.errors import InstoreError
-from instore.study.config import DEFAULT_STUDY, RUNTIME_ENV, load_run, run_options
+from instore.run import RUNTIME_ENV, load_run, run_options
+from instore.study.config import DEFAULT_STUDY
 
 
 def error_of(config: dict[str, Any]) -> str:

@@ -82,7 +82,7 @@ def test_dataset_with_upload_or_on_an_emulated_site_is_refused(tmp_path: Path) -
                 "dataset": {"files": ["a.root"]}}  # fmt: skip
     path = tmp_path / "emu.yaml"
     path.write_text(yaml.safe_dump(emulated))
-    assert "real sites take endpoints (and a dataset)" in error_of(path)
+    assert "real sites take endpoints (and a dataset" in error_of(path)
 
 
 def test_names_reach_every_endpoint(tmp_path: Path) -> None:

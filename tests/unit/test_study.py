@@ -9,6 +9,7 @@ import yaml
 from instore.errors import InstoreError
 from instore.study import SECTIONS, expand, load_study
 from instore.study.config import DEFAULT_STUDY
+from instore.study.grid import NOT_AXES
 
 GOOD = yaml.safe_load(DEFAULT_STUDY.read_text())
 
@@ -97,7 +98,7 @@ def test_profiles_resolve_and_expand() -> None:
     assert quick.profile == "quick" and quick.sites
     for section in SECTIONS:
         points = expand(quick, section)
-        grid = {a: v for a, v in quick.sections.get(section, {}).items() if a != "sites"}
+        grid = {a: v for a, v in quick.sections.get(section, {}).items() if a not in NOT_AXES}
         if "cache_state" in grid:  # applies to xcache points only: test_caching_axes counts
             continue
         expected = quick.repetitions.max  # a fixed count: min = max

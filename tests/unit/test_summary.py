@@ -104,7 +104,19 @@ def test_calibration_file_is_read() -> None:
     assert limits.read_iops == 150.0
     assert from_calibration(None).throughput("posix") is None
     assert from_calibration({"rtt_ms": 25}).source == "calibration without usable limits"
-    assert from_calibration({"rtt_ms": 25}).describe().startswith("No usable limits")
+    assert from_calibration(None).describe() == "No usable limits: the site was not calibrated"
+
+
+def test_a_calibration_with_an_rtt_alone_says_what_it_holds() -> None:
+    """A real site with one xrootd endpoint calibrates an RTT and no throughput: the page
+    says so, not that the site was not calibrated."""
+    told = from_calibration({"rtt_ms": 0.42, "protocols": {}}).describe()
+    assert told == (
+        "No throughput limits: its calibration holds an RTT of 0.42 ms to the storage; no "
+        "whole-file read (the calibration file's size was unknown: its site file gives no "
+        "posix endpoint to stat it); no disk figure (fio needs the site file's "
+        "calibration.posix_dir)"
+    )
     told = from_calibration({"fio": {"seq_read_mb_per_s": 78.8, "rand_read_iops": 150.2},
                              "protocols": {"xrootd": {"mb_per_s": 112.6}}}).describe()  # fmt: skip
     assert told == (

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from instore import credentials
 from instore.credentials import diagnosis
 from instore.storage import StorageError
 
@@ -33,7 +32,7 @@ def proxy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_a_write_refused_by_xrootd_names_the_directory_not_the_proxy(proxy: Path) -> None:
-    line = str(credentials.diagnosed(StorageError(URL, XRDCP_SAID), writing=True))
+    line = str(diagnosis.diagnosed(StorageError(URL, XRDCP_SAID), writing=True))
     assert line.startswith(f"{URL}: the storage accepted X.509 proxy /DC=test/CN=Test User but "
                            "refused to write there ([3010] Unable to create")  # fmt: skip
     assert line.endswith("-- ask the site to make root://se.example.org:1094//store/instore/ "
@@ -46,7 +45,7 @@ def test_a_write_refused_by_xrootd_names_the_directory_not_the_proxy(proxy: Path
 def test_a_write_refused_by_xrdhttp_names_the_directory(proxy: Path) -> None:
     url = "https://se.example.org:8443//store/instore/f.root"
     said = "HTTP 403: Unable to create /store/instore/f.root; permission denied"
-    line = str(credentials.diagnosed(StorageError(url, said), writing=True))
+    line = str(diagnosis.diagnosed(StorageError(url, said), writing=True))
     assert "accepted X.509 proxy" in line and "writable for that identity" in line
 
 
@@ -60,7 +59,7 @@ def test_a_bare_refusal_of_a_write_asks_whether_the_proxy_reads(
         diagnosis, "probe", lambda url, timeout=10.0: asked.append(url) or probe_says
     )
     url = "https://se.example.org:8443//store/instore/f.root"
-    line = str(credentials.diagnosed(StorageError(url, "HTTP 403"), writing=True))
+    line = str(diagnosis.diagnosed(StorageError(url, "HTTP 403"), writing=True))
     assert asked == ["https://se.example.org:8443//store/instore/"]
     assert ("writable for that identity" in line) == accepted
     assert line.startswith("authentication refused by") == (not accepted)
@@ -68,7 +67,7 @@ def test_a_bare_refusal_of_a_write_asks_whether_the_proxy_reads(
 
 def test_a_refused_read_is_still_said_as_the_credential(proxy: Path) -> None:
     line = str(
-        credentials.diagnosed(StorageError(URL, "[FATAL] Auth failed: No protocols left to try"))
+        diagnosis.diagnosed(StorageError(URL, "[FATAL] Auth failed: No protocols left to try"))
     )
     assert line.startswith(f"authentication refused by {URL}: the server refused X.509 proxy")
 
@@ -79,6 +78,6 @@ def test_a_write_refused_to_a_token_names_the_scope_it_needs(
     monkeypatch.setenv("BEARER_TOKEN", TOKEN)
     monkeypatch.setenv("X509_USER_PROXY", str(tmp_path / "none"))
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
-    line = str(credentials.diagnosed(StorageError(URL, XRDCP_SAID), writing=True))
+    line = str(diagnosis.diagnosed(StorageError(URL, XRDCP_SAID), writing=True))
     assert "accepted the bearer token but refused to write there" in line
     assert "storage.create:/store/instore" in line and TOKEN not in line

@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "warm": "instore.payload.warm",
     "container": "instore.container.command",
     "sweep": "instore.sweep.command",
+    "plan": "instore.sweep.dryrun_cmd",
     "summarize": "instore.summary.command",
     "compare": "instore.summary.compare_cmd",
     "report": "instore.report.command",
@@ -66,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
+    args.entry = main  # what a warm payload runs its jobs' command lines through
     try:
         return int(args.func(args) or 0)
     except InstoreError as err:

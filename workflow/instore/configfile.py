@@ -32,6 +32,11 @@ def schema(name: str) -> dict[str, Any]:
     return json.loads((SCHEMAS_DIR / f"{name}.schema.json").read_text())
 
 
+def _parse(text: str) -> Any:
+    """The one YAML parser: safe, plain data."""
+    return yaml.safe_load(text)
+
+
 def read_yaml(path: Path, what: str = "file", missing_fix: str = "check the path") -> Any:
     """Parse a YAML file; a missing file or bad syntax is one line with the line number.
 
@@ -41,11 +46,21 @@ def read_yaml(path: Path, what: str = "file", missing_fix: str = "check the path
     if not path.is_file():
         raise InstoreError(f"{path}: no such {what}", missing_fix)
     try:
-        return yaml.safe_load(path.read_text())
+        return _parse(path.read_text())
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark else ""
         raise InstoreError(f"{path}:{line} is not valid YAML", "fix the YAML syntax") from err
+
+
+def yaml_value(text: str, where: str) -> Any:
+    """One value given on a command line, read as YAML (as Snakemake reads ``--config``)."""
+    try:
+        return _parse(text)
+    except yaml.YAMLError as err:
+        raise InstoreError(
+            f"{where}: {text!r} is not a valid value", "e.g. sites=[mysite]"
+        ) from err
 
 
 def unexpected_keys(error: jsonschema.ValidationError) -> list[str]:

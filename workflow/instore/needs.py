@@ -18,7 +18,7 @@ def needs(items: Sequence[str]) -> list[str]:
     """The package groups the run's sites need beyond ``site``."""
     from snakemake.cli import parse_config  # the parser `snakemake --config` uses
 
-    from instore.study.config import load_run
+    from instore.run import load_run
 
     run = load_run(parse_config(list(items)))
     return [EMULATED] if any(site.emulated for site in run.sites.values()) else []

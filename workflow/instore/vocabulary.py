@@ -30,6 +30,12 @@ ENGINES: tuple[str, ...] = ("root", "uproot", "replay")  # sweep.engines says wh
 PAYLOAD_ENGINES: tuple[str, ...] = ENGINES[:2]  # the ones a payload reads files with
 REPLAY_ENGINE = ENGINES[2]  # a point that replays a recorded trace reads with it
 AUTH_KINDS: tuple[str, ...] = ("x509", "token", "none")
+# What a site lets the study change or use (a section's `needs:`; instore.site.config says
+# which site can what): its link's RTT and bandwidth, its disk's block readahead, I/O scheduler
+# and file system, an XCache, and emptying that XCache.
+CAPABILITIES: tuple[str, ...] = (
+    "link", "block_readahead", "io_scheduler", "filesystem", "xcache", "cold_cache",
+)  # fmt: skip
 RUNTIMES: tuple[str, ...] = ("podman", "apptainer", "none")
 AUTO_RUNTIME = "auto"  # a runtime setting, not a runtime: the first one found
 RUNTIME_SETTINGS: tuple[str, ...] = (AUTO_RUNTIME, *RUNTIMES)
@@ -47,6 +53,7 @@ ENUMS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      TTREE_LAYOUTS),
     ("study", "/$defs/grid/properties/protocol/items/enum", PROTOCOLS),
     ("study", "/$defs/grid/properties/engine/items/enum", ENGINES),
+    ("study", "/$defs/grid/properties/needs/items/enum", CAPABILITIES),
     ("site", "/$defs/protocol/enum", PROTOCOLS),
     ("site", "/properties/auth/enum", AUTH_KINDS),
     ("config", "/properties/runtime/enum", RUNTIME_SETTINGS),

@@ -10,7 +10,8 @@ from snakemake.exceptions import WorkflowError
 from instore.errors import InstoreError
 from instore.site.config import site_path
 from instore.study import SECTIONS
-from instore.study.config import load_run
+from instore.run import load_run
+from instore.study.runs import run_dir
 
 
 try:
@@ -24,10 +25,13 @@ SITE_CONFIGS = RUN.sites
 SITES = list(STUDY.sites)
 SECTIONS_RUN = [s for s in SECTIONS if s in STUDY.sections]
 CALIBRATE = RUN.options.calibrate
-RESULTS = "results"
-REPORTS = "reports"
+# A run label (run=NAME) keeps this run's results, reports and logs apart from every other
+# run's, under runs/NAME (instore.study.runs); the generated files and traces are shared.
+RUN_LABEL = RUN.options.run
+RESULTS = str(run_dir(Path("results"), RUN_LABEL))
+REPORTS = str(run_dir(Path("reports"), RUN_LABEL))
 DATA = "data/files"
-LOGS = "logs"
+LOGS = str(run_dir(Path("logs"), RUN_LABEL))
 
 
 def site_file(wildcards):
@@ -42,10 +46,24 @@ def calibration_inputs(wildcards):
 
 def upload_inputs(wildcards):
     """The site's upload marker, for sites that ask to be uploaded to (else nothing)."""
+    return site_upload(wildcards.site)
+
+
+def site_upload(name):
     from instore.site.config import load_site
 
-    site = load_site(wildcards.site)
-    return [f"{RESULTS}/{wildcards.site}/upload.json"] if site.upload and not site.emulated else []
+    site = load_site(name)
+    return [f"{RESULTS}/{name}/upload.json"] if site.upload and not site.emulated else []
+
+
+def announce_real_sites():
+    """Before anything is uploaded or measured, what the study will do to each real site."""
+    from instore.sweep.dryrun import dry_run
+
+    for name, site in SITE_CONFIGS.items():
+        if not site.emulated:
+            plan = dry_run(STUDY, site, Path(RESULTS), SECTIONS_RUN, CALIBRATE)
+            print("\n".join(f"instore: {line}" for line in plan.lines()))
 
 
 def study_summary_line():
@@ -98,7 +116,7 @@ def dataset_list(wildcards):
 
 # The recorded analyses (traces.smk): each trace's spec, script and input file, and the
 # traces a site's sweep replays.
-from instore.study.files import replica_name, traces_dir
+from instore.filenames import replica_name, traces_dir
 from instore.study.grid import axis_value
 
 
@@ -118,19 +136,28 @@ def trace_input_file(wildcards):
 
 
 def trace_inputs(wildcards):
-    """The traces a site's sweep replays: every trace its sections name, where they run."""
-    from instore.study.grid import section_sites
+    """The traces a site's sweep replays: those of the points it runs (instore.sweep.plan)."""
+    from instore.sweep.plan import traces_replayed
 
-    names = set()
-    for section, grid in STUDY.sections.items():
-        sites = section_sites(STUDY, section)
-        if sites is None or wildcards.site in sites:
-            names.update(grid.get("trace", []))
+    names = traces_replayed(STUDY, SITE_CONFIGS[wildcards.site])
     return [f"{traces_dir(Path(DATA))}/{name}" for name in sorted(names)]
 
 
+def trace_site(wildcards):
+    """Where a trace is recorded: its own site (lan-ssd) when the run brings up an emulated
+    site, else the first real site of the run that replays it (no root needed)."""
+    from instore.sweep.plan import recording_site
+
+    return recording_site(STUDY, wildcards.trace, SITE_CONFIGS)
+
+
+def trace_site_upload(wildcards):
+    """The upload marker of a real site a trace is recorded on (its input file is there)."""
+    return site_upload(trace_site(wildcards))
+
+
 # Reports (reports.smk). The study file's `baseline:` (a results directory of an earlier run;
-# "" when unset): each site's report then gets a before-and-after page
+# "" when unset), or the run's `baseline=` (an earlier run's label or results directory): each site's report then gets a before-and-after page
 # (notebooks/baseline.ipynb), linked from its overview.
 BASELINE = str(STUDY.baseline or "")
 

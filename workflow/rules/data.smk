@@ -4,8 +4,8 @@
 from dataclasses import asdict
 
 from instore.vocabulary import LAYOUTS as KNOWN_LAYOUTS
-from instore.study.config import DEFAULT_FILESET
-from instore.study.files import replica_names
+from instore.filenames import DEFAULT_FILESET
+from instore.filenames import replica_names
 
 
 LAYOUTS = layouts_of(DEFAULT_FILESET)

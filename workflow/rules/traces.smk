@@ -1,7 +1,10 @@
 # Real analyses (analyses/: an RDataFrame, an uproot and a coffea one), each recorded once with
 # XRootD's recorder (`instore record`) reading replica 0 of its file set on a fast site (lan-ssd:
 # the recorded gaps between reads are then the job's own CPU), and replayed by the `replay`
-# section on its sites. Each job runs once unrecorded first (--warm-up 1): the trace then has
+# section on its sites. A run of real sites alone brings up no emulated site (that needs root):
+# it records each trace on the first of its sites that replays it, over xrootd, after the
+# study's files are uploaded there (trace_site; the gaps a closed-loop replay reproduces are
+# the job's CPU wherever it ran). Each job runs once unrecorded first (--warm-up 1): the trace then has
 # the job's think times with its software warm, as on a worker node that ran it before. A
 # recording brings its site up, so it takes every core: it never overlaps a sweep. Each trace
 # lives beside the files, where every job sees it.
@@ -10,15 +13,17 @@ rule record_trace:
     input:
         analysis=trace_analysis,
         file=trace_input_file,
-        site=lambda w: str(site_path(trace_spec(w).site)),
+        site=lambda w: str(site_path(trace_site(w))),
         # the site's link and disk as calibrated: a recording never overlaps a calibration
-        calibration=lambda w: [f"{RESULTS}/{trace_spec(w).site}/calibration.json"] if CALIBRATE else [],
+        # (a labelled run shares the traces, recorded by the run that made them)
+        calibration=lambda w: [f"{RESULTS}/{trace_site(w)}/calibration.json"] if CALIBRATE and not RUN_LABEL else [],
+        upload=trace_site_upload,
     output:
         directory(f"{traces_dir(Path(DATA))}/{{trace}}"),
     log:
         f"{LOGS}/record-{{trace}}.log",
     params:
-        site=lambda w: trace_spec(w).site,
+        site=trace_site,
         tree=lambda w: STUDY.tree_of(axis_value("fileset", trace_spec(w).fileset)),
         results=RESULTS,
     threads: workflow.cores

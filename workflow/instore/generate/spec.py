@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from instore.errors import InstoreError
+from instore.filenames import replica_name
 from instore.rootenv import root
-from instore.study.files import replica_name
 from instore.vocabulary import LAYOUTS, RNTUPLE_LAYOUTS
 
 # Per-layout RNTuple knobs in MB / kB; None = ROOT's default RNTupleWriteOptions.

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from instore.credentials import explain
+from instore.credentials.diagnosis import explain
 from instore.errors import InstoreError
 from instore.payload import engine_root, engine_uproot, objects
 from instore.payload.engine import ClientOptions, Engine

@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from instore.vocabulary import FORMATS, PAYLOAD_ENGINES
 
 PR_SET_PDEATHSIG = 1
 OUTPUT_TAIL = 200_000  # bytes of a job's stdout and stderr sent back (the record is the last line)
+Entry = Callable[[list[str]], int]  # the command line's main: argv without the program name
 
 
 @dataclass
@@ -100,8 +101,11 @@ def _redirect(fd: int, path: str | Path, flags: int) -> None:
     os.close(new)
 
 
-def run_child(request: dict[str, Any], out: Path, err: Path, private_fds: list[int]) -> None:
-    """In the forked child: become a job of its own and run the ``instore`` command. Never
+def run_child(
+    request: dict[str, Any], out: Path, err: Path, private_fds: list[int], entry: Entry
+) -> None:
+    """In the forked child: become a job of its own and run the ``instore`` command through
+    ``entry`` (the command line's entry point that started this payload). Never
     returns."""
     code = 1
     try:
@@ -118,9 +122,7 @@ def run_child(request: dict[str, Any], out: Path, err: Path, private_fds: list[i
         argv = list(request["argv"])
         if argv[:1] != ["instore"]:
             raise ValueError(f"the warm payload runs instore commands only, not {argv[:1]}")
-        from instore.cli import main
-
-        code = main(argv[1:])
+        code = entry(argv[1:])
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1
     except BaseException:
@@ -150,8 +152,9 @@ def _tail(path: Path) -> str:
 class WarmParent:
     """The warm process's loop: read requests, fork jobs, answer as they end."""
 
-    def __init__(self, reply_fd: int, engine: str, request_fd: int = 0) -> None:
+    def __init__(self, reply_fd: int, engine: str, entry: Entry, request_fd: int = 0) -> None:
         self.reply_fd = reply_fd
+        self.entry = entry
         self.engine = engine
         self.request_fd = request_fd
         self.selector = selectors.DefaultSelector()
@@ -218,7 +221,7 @@ class WarmParent:
                         "stderr": f"the warm payload could not fork the job: {error}"})  # fmt: skip
             return
         if pid == 0:
-            run_child(request, out, err, private)
+            run_child(request, out, err, private, self.entry)
         pidfd = os.pidfd_open(pid)
         deadline = time.monotonic() + float(timeout) if timeout else None
         self.running[pidfd] = Running(job_id, pid, pidfd, out, err, forked_at, deadline)
@@ -274,9 +277,10 @@ def _kill_group(pid: int) -> None:
 SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "background_thread:false"}
 
 
-def serve(engine: str, formats: Sequence[str] = FORMATS) -> int:
+def serve(engine: str, entry: Entry, formats: Sequence[str] = FORMATS) -> int:
     """Warm up for ``engine`` and ``formats``, say so, then serve its jobs until stdin
-    closes."""
+    closes; each job runs its command line through ``entry`` (``instore.cli.main``, handed
+    down by the command that started this, so nothing here imports the command line)."""
     for name, value in SINGLE_THREAD_ENV.items():
         os.environ.setdefault(name, value)
     # The protocol owns the real stdout; anything the libraries print goes to stderr instead.
@@ -292,7 +296,7 @@ def serve(engine: str, formats: Sequence[str] = FORMATS) -> int:
     # The warm objects move to the collector's permanent generation: a child's collections then
     # leave them alone instead of writing to (and so copying) every page that holds them.
     gc.freeze()
-    parent = WarmParent(reply_fd, engine)
+    parent = WarmParent(reply_fd, engine, entry)
     parent.reply(
         {"ready": True, "engine": engine, "pid": os.getpid(), "threads": thread_count(), **ready}
     )
@@ -323,4 +327,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the formats its jobs read, whose loops it compiles first (default: both; a job of "
         "another format compiles its own before its clock starts)",
     )
-    p.set_defaults(func=lambda args: serve(args.engine, args.formats))
+    p.set_defaults(func=lambda args: serve(args.engine, args.entry, args.formats))

@@ -28,6 +28,7 @@ from instore.report import intervals, show
 from instore.report.plots import interval_lines, medians_and_errors, panels
 from instore.report.sections import _has, statistics_table
 from instore.report.view import SiteView
+from instore.site.loadguard import STOP_COLUMN
 from instore.study.grid import KNOBS
 from instore.summary.sections import Statistics
 
@@ -309,9 +310,25 @@ def _use(table: pd.DataFrame) -> dict[str, str]:
     return {**_setup(table), **USE.shown(table)}
 
 
+def ramp_stops(rows: pd.DataFrame) -> list[str]:
+    """Where the load ramp stopped and why (the sweep's stop rule, instore.sweep.ramp), one
+    line per setup that tripped it (none: it ran to its end)."""
+    if STOP_COLUMN not in rows:
+        return []
+    return sorted(set(rows[STOP_COLUMN].dropna()), key=lambda text: (len(text), text))
+
+
+def ramp_note(view: SiteView, section: str = "load") -> None:
+    """The page's word on the ramp's stop: where, why, and what was not measured."""
+    for stop in ramp_stops(view.rows(section, ok_only=False)):
+        show.note(f"The ramp {stop}: the site's load limits (its site file's `load:`) were "
+                  "exceeded there, so no point with as many clients or more was measured.")  # fmt: skip
+
+
 def load_table(view: SiteView, section: str = "load") -> None:
     if not _has(view, section):
         return
+    ramp_note(view, section)
     table = _section_points(view, section)
     cap = capacity(table)
     cap = cap[[*_setup(cap), *cap.columns[len(SETUP) :]]]

@@ -16,6 +16,7 @@ from instore.report import intervals, show
 from instore.report.conditions import conditions_html
 from instore.report.plots import interval_bars, interval_lines, iqr, limit_line, panels
 from instore.report.view import SiteView
+from instore.summary.load import read_skipped
 from instore.summary.sections import REGISTRY, statistics, title
 
 
@@ -31,14 +32,19 @@ def no_runs_note(view: SiteView, section: str) -> str:
     """Why a section page has nothing to show, without guessing which reason it was: the
     sweep's log names each skipped point's reason (the report has only the records)."""
     measured = section in view.sections and len(view.rows(section, ok_only=False))
+    why = skipped_here(view, section)
+    if why and not measured:
+        return f"No point of {section} ran on {view.site}: {why}."
     what = "every measured job failed" if measured else "none of its points was measured here"
     offered = view.conditions().get("protocols")
     protocols = f" (this site offers {', '.join(offered)})" if offered else ""
     return (
         f"No successful runs were recorded for {section} on {view.site}: {what}. A point is "
-        "skipped when the study file runs the section on other sites (its `sites:`), when it "
-        f"needs a protocol the site does not offer{protocols}, or when its engine cannot read "
-        f"it; the sweep's log (logs/{view.site}/sweep.log after `make study`) names each reason."
+        "skipped when the site lacks what its section needs (the study file's `needs:`: an "
+        "XCache, a link or disk the study may set), when the site is one of the profile's own "
+        "and the section's `budget_sites:` leaves it out, when it needs a protocol the site "
+        f"does not offer{protocols}, or when its engine cannot read it; the sweep's log "
+        f"(logs/{view.site}/sweep.log after `make study`) names each reason."
     )
 
 
@@ -76,7 +82,36 @@ def header(view: SiteView, section: str) -> None:
     described = str(cond.get("description") or view.site).rstrip(". ")
     show.note(f"{described}. {view.limits.describe()}.")
     if section != "overview":
+        substituted = substitution_note(view, section)
+        if substituted:
+            show.note(substituted)
+        why = skipped_here(view, section)
+        if why and section in view.sections and len(view.rows(section, ok_only=False)):
+            show.note(f"Not measured on {view.site}: {why}.")
         intervals.note()
+
+
+def skipped_here(view: SiteView, section: str) -> str:
+    """Why points of the section did not run on the site, as its last sweep planned them
+    (results/<site>/skipped.json; "": none skipped, or no sweep said)."""
+    reasons = read_skipped(view.results, view.site).get(section, {})
+    return "; ".join(f"{n} point{'s' if n > 1 else ''}: {r}" for r, n in reasons.items())
+
+
+def substitution_note(view: SiteView, section: str) -> str | None:
+    """What the section ran over in place of its grid's protocols, where the site offers none
+    of them (records' ``substitutes``; None: it ran over its own)."""
+    rows = view.rows(section, ok_only=False) if section in view.sections else pd.DataFrame()
+    if rows.empty or "substitutes" not in rows.columns:
+        return None
+    instead = rows.dropna(subset=["substitutes"])
+    if instead.empty:
+        return None
+    counts = instead.groupby(["substitutes", "protocol"])["point_key"].nunique()
+    said = [f"over {protocol} in place of {grid} ({n} points)"
+            for (grid, protocol), n in counts.items()]  # fmt: skip
+    return (f"On {view.site} this section ran {'; '.join(said)}: the site offers none of the "
+            "protocols its grid names, so it runs over its most direct one.")  # fmt: skip
 
 
 # --- layout -------------------------------------------------------------------------------

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from instore import access, credentials
+from instore import access
 from instore.calibration import write_calibration
+from instore.credentials import diagnosis
 from instore.errors import InstoreError
 from instore.site.emulated import blkio
 from instore.site.emulated.delay import measure_rtt_ms
@@ -65,7 +66,7 @@ def whole_file_seconds(url: str) -> float:
     try:
         store.drain(url)
     except StorageError as err:
-        raise credentials.diagnosed(err) from err
+        raise diagnosis.diagnosed(err) from err
     return time.perf_counter() - start
 
 

@@ -13,10 +13,12 @@ from typing import Any
 from instore import access
 from instore.configfile import CONFIG_DIR, REPO_ROOT, read_yaml, validate
 from instore.errors import InstoreError
-from instore.vocabulary import PROTOCOLS
+from instore.site.loadguard import LoadGuard, load_guard
+from instore.vocabulary import CAPABILITIES, PROTOCOLS
 
 # REPO_ROOT is re-exported: results live under it (instore.site.live).
 __all__ = [
+    "CAPABILITIES",
     "PROTOCOLS",
     "REPO_ROOT",
     "SITES_DIR",
@@ -26,6 +28,7 @@ __all__ = [
     "Disk",
     "Network",
     "SiteConfig",
+    "Tuning",
     "known_sites",
     "load_site",
     "site_path",
@@ -33,6 +36,11 @@ __all__ = [
 
 SITES_DIR = CONFIG_DIR / "sites"
 CACHE_KIND = "xcache"  # a cache's kind: the one the schema allows (site, cache.kind)
+
+# What a site lets the study change or use beyond reading its files: the study file's sections
+# say which they need (`needs:`), and a point's knobs which it asks for (instore.sweep.plan).
+# An emulated site can all it is built with; a real site what its file declares.
+LINK, BLOCK_READAHEAD, IO_SCHEDULER, FILESYSTEM, XCACHE, COLD_CACHE = CAPABILITIES
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,16 @@ class Calibration:
 
 
 @dataclass(frozen=True)
+class Tuning:
+    """What a real site's file lets the study change (site file ``tuning:``): a block-device
+    readahead file the sweep may write (``/sys/block/DEV/queue/read_ahead_kb``, on the node that
+    runs ``instore sweep``), and a command that empties the site's XCache."""
+
+    block_readahead: Path | None = None
+    xcache_purge: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class DatasetSpec:
     """A real site's own dataset, read instead of the generated files: exactly one of
     ``files`` (paths under the site's data path, or URLs of its endpoints), ``directory`` (a
@@ -118,35 +136,64 @@ class SiteConfig:
     auth: str = "none"  # the credential the endpoints need: x509, token or none
     upload: bool = False  # real sites: the pipeline puts the files there (instore site upload)
     dataset: DatasetSpec | None = None  # real sites: their own files, read instead of ours
+    tuning: Tuning = field(default_factory=Tuning)  # real sites: what the study may change
+    load: LoadGuard = field(default_factory=LoadGuard)  # how hard the study may load it
 
     @property
     def emulated(self) -> bool:
         return self.kind == "emulated"
 
-    def rules_out(
-        self,
-        protocol: str,
-        block_readahead_kb: int | None,
-        conditions: bool = False,
-        cache_state: str | None = None,
-        io_scheduler: str | None = None,
-        filesystem: str | None = None,
-    ) -> str | None:
-        """Why this site cannot run a point with these knobs (None: it can). ``conditions``:
-        the point sets its own RTT or bandwidth."""
+    def lacks(self, capability: str) -> str | None:
+        """Why this site cannot do what the capability says (None: it can): the reason the
+        site has, said as the page and the sweep's log name it."""
+        real = f"site {self.name} is real: "
+        if capability == LINK:
+            return None if self.emulated else real + "its link's RTT and bandwidth are its own"
+        if capability == BLOCK_READAHEAD:
+            if self.emulated or self.tuning.block_readahead is not None:
+                return None
+            return real + "its file names no tuning.block_readahead the worker may set"
+        if capability == IO_SCHEDULER:
+            return (
+                None if self.emulated else real + "its disks' I/O scheduler is not ours to switch"
+            )
+        if capability == FILESYSTEM:
+            return None if self.emulated else real + "its disks' file system is not ours to choose"
+        if capability == XCACHE:
+            if access.XCACHE in self.protocols:
+                return None
+            where = "cache:" if self.emulated else "xcache endpoint"
+            return f"site {self.name} has no XCache (its file names no {where})"
+        if capability == COLD_CACHE:
+            if (lack := self.lacks(XCACHE)) is not None:
+                return lack
+            if self.emulated or self.tuning.xcache_purge:
+                return None
+            return real + "its file names no tuning.xcache_purge command to empty its XCache"
+        raise ValueError(f"unknown capability {capability!r}")  # the schema lists them
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """What the site can, of CAPABILITIES."""
+        return tuple(c for c in CAPABILITIES if self.lacks(c) is None)
+
+    def fallback_protocol(self) -> str | None:
+        """The most direct protocol the site offers (None: none it could read with): what a
+        section runs over where its grid names none the site offers."""
+        return next((p for p in FALLBACK_ORDER if p in self.protocols), None)
+
+    def rules_out(self, protocol: str, needs: tuple[str, ...] = ()) -> str | None:
+        """Why this site cannot run a point over ``protocol`` that ``needs`` these capabilities
+        (None: it can)."""
         if protocol not in self.protocols:
             return f"site offers no {protocol}"
-        if block_readahead_kb is not None and not self.emulated:
-            return "block readahead is only set on emulated disks"
-        if io_scheduler is not None and not self.emulated:
-            return "the I/O scheduler is only set on emulated disks"
-        if filesystem is not None and not self.emulated:
-            return "the file system is only chosen for emulated disks"
-        if conditions and not self.emulated:
-            return "RTT and bandwidth are only set on emulated links"
-        if cache_state is not None and not (self.emulated and self.cache):
-            return "a cache is only emptied or filled on an emulated site's own XCache"
-        return None
+        return next((lack for need in needs if (lack := self.lacks(need)) is not None), None)
+
+
+# The order in which a section falls back to a protocol the site offers: the most direct
+# first (a file system, then the storage protocols read in place, then a copy); never through
+# a cache, which is a section's own subject.
+FALLBACK_ORDER = (access.POSIX, access.FUSE, access.XROOTD, access.HTTP, access.STAGE_IN)
 
 
 def _names_a_file(text: str) -> bool:
@@ -205,6 +252,17 @@ def _build(data: dict[str, Any], path: Path) -> SiteConfig:
         auth=data.get("auth", "none"),
         upload=bool(data.get("upload", False)),
         dataset=_dataset(dataset, path) if dataset else None,
+        tuning=_tuning(data.get("tuning") or {}),
+        load=load_guard(data.get("load"), data["kind"] == "emulated"),
+    )
+
+
+def _tuning(data: dict[str, Any]) -> Tuning:
+    """The site file's ``tuning:`` (the schema holds the readahead file's path absolute)."""
+    readahead = data.get("block_readahead")
+    return Tuning(
+        block_readahead=Path(readahead) if readahead else None,
+        xcache_purge=tuple(data.get("xcache_purge", ())),
     )
 
 

@@ -6,6 +6,7 @@ endpoint, which does not and why."""
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,6 +17,7 @@ from instore.errors import InstoreError
 from instore.site.config import SiteConfig
 from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
 from instore.site.verify import VerifiedCopies, verify_endpoint
+from instore.storage import fetch
 
 if TYPE_CHECKING:
     from instore.site.dataset.model import Dataset
@@ -59,6 +61,7 @@ class RealLive(LiveSite):
         self.files = files
         self.verified = verified  # None: every check is a full one
         self.notes: list[str] = []  # what the checks did besides passing (one line each)
+        self._readahead_before: str | None = None  # tuning.block_readahead's own value
 
     def _url(self, protocol: str, file: str) -> str:
         return self.config.endpoints[protocol].format(file=file)
@@ -112,12 +115,58 @@ class RealLive(LiveSite):
                 _fadvise_dontneed(Path(self._url(proto, name)))
 
     def set_block_readahead(self, kb: int | None) -> None:
-        if kb is None:  # the site's own setting: nothing to put back
+        """Write the readahead file the site file's tuning.block_readahead names (None: put
+        back the value it held before the sweep first wrote it)."""
+        path = self.config.tuning.block_readahead
+        if path is None:
+            if kb is None:  # the site's own setting: nothing to put back
+                return
+            raise InstoreError(
+                f"site {self.config.name} is real: its file names no tuning.block_readahead",
+                "add tuning: {block_readahead: /sys/block/DEV/queue/read_ahead_kb} where the "
+                "worker may write it, or leave block_readahead_kb out of its sections",
+            )
+        if kb is None and self._readahead_before is None:
             return
-        raise InstoreError(
-            f"site {self.config.name} is real: its block devices are not ours to tune",
-            "leave block readahead out of the sweep for real sites",
-        )
+        try:
+            if self._readahead_before is None:
+                self._readahead_before = path.read_text().strip()
+            path.write_text(f"{kb}\n" if kb is not None else f"{self._readahead_before}\n")
+        except OSError as err:
+            raise InstoreError(
+                f"site {self.config.name}: cannot set block readahead in {path}: {err.strerror}",
+                "let the sweep's user write it (a udev rule or group write), or remove "
+                "tuning.block_readahead from the site file",
+            ) from None
+        if kb is None:
+            self._readahead_before = None
+
+    def prepare_cache(self, cache_state: str | None, files: list[str]) -> None:
+        """cold: run the site file's tuning.xcache_purge; warm: read each file whole through
+        the XCache, so it holds them all (the plan skips cold points without a purge)."""
+        if cache_state == "cold":
+            self._purge_xcache()
+        elif cache_state == "warm":
+            for file in files:
+                fetch(self.url(access.XCACHE, file), Path(os.devnull), timeout=600)
+        elif cache_state is not None:
+            raise InstoreError(f"unknown cache state {cache_state!r}", "use cold or warm")
+
+    def _purge_xcache(self) -> None:
+        command = list(self.config.tuning.xcache_purge)
+        if not command:
+            raise InstoreError(
+                f"site {self.config.name}: its file names no tuning.xcache_purge to empty its XCache",
+                "add tuning: {xcache_purge: [COMMAND, ARGS...]}, or leave cold out of cache_state",
+            )
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+        if done.returncode != 0:
+            last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise InstoreError(
+                f"site {self.config.name}: tuning.xcache_purge {' '.join(command)} exited "
+                f"{done.returncode}: {last[0]}",
+                "run it by hand until it empties the XCache, then rerun the sweep",
+            )
 
     def calibration_file(self) -> tuple[str, int]:
         """The site file's calibration.file; its size is known where a POSIX endpoint shows it.

@@ -64,7 +64,11 @@ def open_site(
     cfg = site if isinstance(site, SiteConfig) else load_site(site)
     files = [Path(f) for f in files]
     if not cfg.emulated:
-        yield open_real(cfg, files, results, remote)
+        live = open_real(cfg, files, results, remote)
+        try:
+            yield live
+        finally:
+            live.set_block_readahead(None)  # the disk's own readahead back, where it was set
         return
     with _sigterm_unwinds():
         live = emulated.bring_up(cfg, files, results)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from instore import credentials
 from instore.access import FUSE, HTTP, POSIX, STAGE_IN, XCACHE, XROOTD
+from instore.credentials import diagnosis
 from instore.errors import InstoreError
 from instore.record import utc_now
 from instore.site.config import SiteConfig
@@ -98,7 +99,7 @@ def found(url: str, size: int, checksum: str | None) -> Copy | None:
             return None
         summed = store.checksum(url) if checksum is not None else None
     except StorageError as err:
-        raise credentials.diagnosed(err) from err
+        raise diagnosis.diagnosed(err) from err
     compare(url, size, checksum, Remote(size, summed.adler32 if summed else None))
     return Copy(size, summed)
 
@@ -109,7 +110,7 @@ def put(local: Path, url: str) -> None:
     try:
         storage_for(url).put(local, url)
     except StorageError as err:
-        raise credentials.diagnosed(err, writing=True) from err
+        raise diagnosis.diagnosed(err, writing=True) from err
 
 
 # --- the upload ------------------------------------------------------------------------------

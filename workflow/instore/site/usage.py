@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from instore.site.emulated import roles
+from instore.site import roles
 
 _TICK = os.sysconf("SC_CLK_TCK")
 

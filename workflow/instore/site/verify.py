@@ -21,6 +21,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from instore import credentials
+from instore.credentials import diagnosis
 from instore.errors import InstoreError
 from instore.site import upload
 from instore.storage import StorageError, open_reader, storage_for
@@ -115,12 +116,12 @@ def cause(url: str, message: str, timeout_s: float) -> str:
     blamed on the credential, so the admin is not sent to renew a proxy that is fine."""
     if is_http(url) and _TLS_FAILED.search(message):
         return https_tls_problem(http_url(url), timeout_s) or f"TLS: {message}"
-    if credentials.auth_refused(message):
+    if diagnosis.auth_refused(message):
         if is_xrootd(url) and credentials.discover().proxy_found:
             gsi = gsi_ca_problem(url, timeout_s)
             if gsi:
                 return gsi
-        return credentials.auth_line(url)
+        return diagnosis.auth_line(url)
     return message
 
 
@@ -189,7 +190,7 @@ def _check_copy(
         try:
             there = storage_for(url).stat(url)
         except StorageError as err:
-            raise credentials.diagnosed(err) from err
+            raise diagnosis.diagnosed(err) from err
         return (None, 0) if there is not None else (missing, 0)
     trusted = verified is not None and verified.known(url, local)
     try:

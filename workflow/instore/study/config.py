@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from instore.configfile import CONFIG_DIR, read_yaml, validate
 from instore.errors import InstoreError
+from instore.filenames import DEFAULT_FILESET
 
-if TYPE_CHECKING:
-    from instore.site.config import SiteConfig
-
-DEFAULT_FILESET = "default"  # the profile's `files`: the study's own analysis-like schema
 DEFAULT_STUDY = CONFIG_DIR / "study.yaml"
-RUNTIME_ENV = "INSTORE_CONTAINER_RUNTIME"
-TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
 DEFAULT_TARGET = 0.05  # an adaptive rule's interval half-width, relative to the median
 
 
@@ -103,6 +97,9 @@ class Study:
     baseline: Path | None = None  # an earlier run's results: reports compare with it
     # a point whose first repetition's longest job took longer is measured once (None: none is)
     expensive_s: float | None = None
+    # the profile's own sites (its `sites:`, whatever a run overrides): a section's
+    # budget_sites limits these only; any other site runs every section it can
+    own_sites: tuple[str, ...] = ()
 
     def trace(self, name: str) -> TraceSpec:
         try:
@@ -185,6 +182,7 @@ def load_study(path: Path = DEFAULT_STUDY, overrides: Mapping[str, Any] | None =
         profile=name,
         tree=data.get("tree", "events"),
         sites=tuple(data.get("sites") or prof["sites"]),
+        own_sites=tuple(prof["sites"]),
         files=FilesSpec(**prof["files"]),
         repetitions=repetitions_from(prof.get("repetitions", 1), path, f"{at}.repetitions"),
         timeout_s=float(prof.get("timeout_s", 900)),
@@ -239,58 +237,3 @@ def _check_traces(path: Path, profile: str, prof: Mapping[str, Any]) -> None:
                     f"define it under the profile's traces:, or use one of: "
                     f"{', '.join(traces) or '(none defined)'}",
                 )
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """The Snakemake ``--config`` keys of one run, validated (config.schema.json)."""
-
-    study: Path = DEFAULT_STUDY
-    profile: str | None = None
-    sites: tuple[str, ...] | None = None
-    runtime: str = "auto"
-    calibrate: bool = True
-
-
-@dataclass(frozen=True)
-class Run:
-    """Everything a workflow run is configured with, checked before any rule runs."""
-
-    options: RunOptions
-    study: Study
-    sites: Mapping[str, SiteConfig]
-
-
-def _normalized(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Undo the command line's shapes: ``key=`` (None) is unset; ``sites=a,b`` is a list."""
-    data = {k: v for k, v in config.items() if v is not None}
-    if isinstance(data.get("sites"), str):
-        data["sites"] = [s.strip() for s in data["sites"].split(",") if s.strip()]
-    return data
-
-
-def run_options(config: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> RunOptions:
-    """Validate the ``--config`` keys: a misspelt key or a value like ``ture`` is an error."""
-    data = _normalized(config)
-    validate(data, "config", "--config")
-    sites = data.get("sites")
-    return RunOptions(
-        study=Path(data.get("study", DEFAULT_STUDY)),
-        profile=data.get("profile"),
-        sites=tuple(sites) if sites else None,
-        # The environment's choice is checked where it is used (select_runtime names it).
-        runtime=data.get("runtime") or environ.get(RUNTIME_ENV) or "auto",
-        calibrate=str(data.get("calibrate", True)).lower() in TRUE_WORDS,
-    )
-
-
-def load_run(config: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> Run:
-    """The options, the study they select and every site it measures, all validated."""
-    # Imported here: the site package is large, and the study package is imported by its
-    # lower layers (the file generator), which must not pull in every site module.
-    from instore.site.config import load_site
-
-    options = run_options(config, environ)
-    sites = list(options.sites) if options.sites else None  # the schema's arrays are lists
-    study = load_study(options.study, {"profile": options.profile, "sites": sites})
-    return Run(options, study, {name: load_site(name) for name in study.sites})

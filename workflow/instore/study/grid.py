@@ -12,7 +12,7 @@ from typing import Any
 from instore.access import POSIX, XCACHE
 from instore.payload.threads import modes_of
 from instore.study.config import Study
-from instore.vocabulary import REPLAY_ENGINE
+from instore.vocabulary import CAPABILITIES, REPLAY_ENGINE
 
 # Axis name in study.yaml -> Point field, for the axes whose names differ.
 _AXIS_FIELD = {"entries": "entry_fraction"}
@@ -44,6 +44,9 @@ class Point:
     threads: int = 1  # threads of each job (cores of its slot): jobs x threads on a node
     mt_mode: str | None = None  # how a job uses its threads: cluster (default) or implicit
     repetition: int = 0
+    # The grid's protocol this point's stands in for, on a site that offers none of its
+    # section's protocols (None: the grid's own): the same measurement, said in its records.
+    substitutes: str | None = None
 
     @property
     def jobs(self) -> int:
@@ -57,6 +60,14 @@ class Point:
     def sets_conditions(self) -> bool:
         """True when the point asks for its own link RTT or bandwidth."""
         return self.rtt_ms is not None or self.bandwidth_mbit is not None
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """The site capabilities (instore.site.config.CAPABILITIES) its knobs ask for."""
+        asked = [cap for knob, cap in CONDITION_NEEDS.items() if getattr(self, knob) is not None]
+        if self.protocol == XCACHE:
+            asked.append(COLD_CACHE if self.cache_state == "cold" else XCACHE_NEED)
+        return tuple(dict.fromkeys(asked))
 
     def key(self, site: str, files: Mapping[str, Any]) -> str:
         """Stable id of what this point measures: knobs, repetition, input files and site."""
@@ -105,7 +116,7 @@ class Point:
 
 # Fields that place a point in the study rather than say how its jobs run: the same knobs
 # measured in another section or repetition are the same measurement, repeated.
-NOT_KNOBS = ("section", "repetition")
+NOT_KNOBS = ("section", "repetition", "substitutes")
 # The knobs that identify a point: Point's other fields, so a field added there is one here too
 # (in the key, in the summary's grouping), never silently merged away.
 KNOBS: tuple[str, ...] = tuple(f.name for f in fields(Point) if f.name not in NOT_KNOBS)
@@ -128,10 +139,19 @@ def _set(knob: str, value: Any) -> bool:
 # value run together.
 CONDITION_AXES = ("filesystem", "rtt_ms", "bandwidth_mbit")
 _CONDITION_ORDER = {a: i for i, a in enumerate(CONDITION_AXES)}
-# A section's grid may name the sites it runs on and its repetitions; neither is an axis.
-SITES_KEY = "sites"
+# A section's grid may say what it needs of a site, which of the profile's own sites it runs on
+# (its budget) and its repetitions; none is an axis.
+NEEDS_KEY = "needs"
+BUDGET_KEY = "budget_sites"
 REPETITIONS_KEY = "repetitions"
-NOT_AXES = (SITES_KEY, REPETITIONS_KEY)
+NOT_AXES = (NEEDS_KEY, BUDGET_KEY, REPETITIONS_KEY)
+# The knobs that change the site itself, each the capability it needs. A site that lacks one
+# runs the point at its own value, unless the point's section needs it.
+LINK, BLOCK_READAHEAD, IO_SCHEDULER, FILESYSTEM, XCACHE_NEED, COLD_CACHE = CAPABILITIES
+CONDITION_NEEDS = {
+    "rtt_ms": LINK, "bandwidth_mbit": LINK, "block_readahead_kb": BLOCK_READAHEAD,
+    "io_scheduler": IO_SCHEDULER, "filesystem": FILESYSTEM,
+}  # fmt: skip
 
 
 def axis_value(axis: str, value: Any) -> Any:
@@ -165,10 +185,16 @@ def _applicable(point: Point, study: Study) -> Point:
     return point
 
 
-def section_sites(study: Study, section: str) -> tuple[str, ...] | None:
-    """The sites a section is limited to (None: every site of the study)."""
-    sites = study.sections.get(section, {}).get(SITES_KEY)
+def section_budget(study: Study, section: str) -> tuple[str, ...] | None:
+    """The profile's own sites a section is limited to (None: all of them); a site that is not
+    one of the profile's runs every section it can."""
+    sites = study.sections.get(section, {}).get(BUDGET_KEY)
     return tuple(sites) if sites is not None else None
+
+
+def section_needs(study: Study, section: str) -> tuple[str, ...]:
+    """What a section needs of a site: a site that lacks one skips it whole."""
+    return tuple(study.sections.get(section, {}).get(NEEDS_KEY, ()))
 
 
 def expand(study: Study, section: str) -> list[Point]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from instore.errors import InstoreError
+from instore.study.runs import results_of
 from instore.summary import baseline
 from instore.summary.baseline import NOISE_COLUMN
 from instore.summary.results import DEFAULT_NOISE, compare_dirs
@@ -36,8 +37,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="two results directories point by point: faster, slower or unchanged (B over A)",
         description=DESCRIPTION,
     )
-    p.add_argument("results_a", type=Path, metavar="RESULTS_A", help="before (the baseline)")
-    p.add_argument("results_b", type=Path, metavar="RESULTS_B", help="after")
+    p.add_argument("results_a", type=results_of, metavar="RESULTS_A",
+                   help="before (the baseline): a results directory, or a run's label "
+                   "(results/runs/LABEL, `make study CONFIG=run=LABEL`)")  # fmt: skip
+    p.add_argument("results_b", type=results_of, metavar="RESULTS_B",
+                   help="after: a results directory, or a run's label")  # fmt: skip
     p.add_argument("--site", help="compare this site only (default: every site both have)")
     p.add_argument(
         "--out", type=Path, help="also write the comparison, one row per point: .csv or .parquet"

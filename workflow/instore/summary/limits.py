@@ -19,11 +19,14 @@ class Limits:
     mb_per_s: Mapping[str, float] = field(default_factory=dict)
     read_iops: float | None = None
     source: str = "uncalibrated"
+    held: tuple[str, ...] = ()  # a calibration without limits: what it did hold, and why not more
 
     def describe(self) -> str:
         """One sentence for a report header: the limits each figure is measured against."""
         if not self.mb_per_s and not self.read_iops:
-            return "No usable limits: the site was not calibrated or its calibration holds none"
+            if self.source == "uncalibrated":
+                return "No usable limits: the site was not calibrated"
+            return "No throughput limits: its calibration holds " + "; ".join(self.held)
         rates = [f"{rate:.0f} MB/s {'disk (fio sequential)' if name == 'fio' else name}"
                  for name, rate in sorted(self.mb_per_s.items())]  # fmt: skip
         iops = [f"{self.read_iops:.0f} random-read IOPS"] if self.read_iops else []
@@ -63,4 +66,20 @@ def from_calibration(calibration: Mapping[str, Any] | None) -> Limits:
     # Say so when a calibration exists but holds none of the figures read here, rather than
     # showing its absence as if the site had never been calibrated.
     source = "calibration" if rates or iops else "calibration without usable limits"
-    return Limits(mb_per_s=rates, read_iops=iops, source=source)
+    return Limits(mb_per_s=rates, read_iops=iops, source=source, held=_held(calibration))
+
+
+def _held(calibration: Mapping[str, Any]) -> tuple[str, ...]:
+    """What a calibration without throughput figures did hold, and why it holds no more."""
+    rtt = _number(calibration.get("rtt_ms"))
+    protocols = calibration.get("protocols") or {}
+    return (
+        f"an RTT of {rtt:.3g} ms to the storage" if rtt else "no RTT (no endpoint answered one)",
+        f"whole-file reads through {', '.join(sorted(protocols))} without a rate"
+        if protocols
+        else "no whole-file read (the calibration file's size was unknown: its site file "
+        "gives no posix endpoint to stat it)",
+        "no disk figure (fio needs the site file's calibration.posix_dir)"
+        if not calibration.get("fio")
+        else "a fio run without read figures",
+    )

@@ -7,6 +7,7 @@ sweep wrote (one row per job) and the calibration the site package measured.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +23,26 @@ def section_path(results: Path, site: str, section: str) -> Path:
 def sections_present(results: Path, site: str) -> list[str]:
     """The study sections this site has records for, in study order."""
     return [s for s in SECTIONS if section_path(results, site, s).is_file()]
+
+
+SKIPPED_FILE = "skipped.json"  # results/<site>/: per section, why its points did not run here
+
+
+def write_skipped(results: Path, site: str, by_section: Mapping[str, Mapping[str, int]]) -> Path:
+    """Keep each planned section's skip reasons (points per reason) beside its table, for the
+    section's page; sections not planned this time keep theirs."""
+    path = results / site / SKIPPED_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps({**read_skipped(results, site), **by_section}, indent=1, sort_keys=True)
+    )
+    return path
+
+
+def read_skipped(results: Path, site: str) -> dict[str, dict[str, int]]:
+    """Per section, why points did not run on the site ({}: no sweep wrote it yet)."""
+    path = results / site / SKIPPED_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def read_section(results: Path, site: str, section: str) -> pd.DataFrame:

@@ -11,6 +11,7 @@ from instore.errors import InstoreError
 from instore.site import load_site
 from instore.study import SECTIONS, load_study
 from instore.study.config import DEFAULT_STUDY
+from instore.study.runs import run_dir
 from instore.sweep.cluster import ClusterSpec
 from instore.sweep.options import LAUNCHES, SweepOptions, SweepSummary
 from instore.sweep.runner import run_site
@@ -60,6 +61,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="stage-in scratch directory (default: data/scratch)",
     )
     p.add_argument("--force", action="store_true", help="remeasure points already measured")
+    p.add_argument(
+        "--run",
+        metavar="LABEL",
+        help="a run label: results go to <results>/runs/LABEL, apart from other runs' (a new "
+        "label measures everything again)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what the sweep will do to the site (uploads, files written, points, most "
+        "clients at once, estimated time: as `instore plan`) and stop",
+    )
     p.add_argument(
         "--resume-if-current",
         nargs="+",
@@ -136,6 +149,13 @@ def run(args: argparse.Namespace) -> int:
     if args.nodes < 1:
         raise InstoreError(f"--nodes {args.nodes} is not a node count", "give --nodes 1 or more")
     study = load_study(args.study, {"profile": args.profile})
+    args.results = run_dir(args.results, args.run)
+    if args.dry_run:
+        from instore.sweep.dryrun import dry_run
+
+        print(dry_run(study, load_site(args.site), args.results, args.sections).text())
+        print("instore sweep: dry run: nothing started or measured")
+        return 0
     kind = "address" if args.scheduler else "slurm" if args.slurm else "local"
     opts = SweepOptions(
         study=study,
@@ -156,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
     print(summary.line())
     for reason, n in summary.skipped.items():
         print(f"  skipped {n}: {reason}")
+    for note, n in summary.substituted.items():
+        print(f"  {n} point(s): {note}")
     for section, path in summary.tables.items():
         print(f"  {section}: {path}")
     return exit_status(summary, args.failed_points_ok)

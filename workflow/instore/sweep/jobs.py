@@ -15,11 +15,11 @@ from instore.container import Access, Bind, Target
 from instore.container.measure import run_contained
 from instore.container.runtime import Runtime
 from instore.container.warm import run_warm
+from instore.filenames import traces_dir
 from instore.payload.runner import CGROUP_ENV
 from instore.record import JobFate, JobOutcome
 from instore.storage import copy_tool
 from instore.study import Point
-from instore.study.files import traces_dir
 from instore.sweep.engines import engine_of
 from instore.urls import is_local, local_path
 

@@ -40,6 +40,7 @@ class SweepSummary:
     measured: int = 0
     already: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
+    substituted: dict[str, int] = field(default_factory=dict)  # ran over another protocol
     failed_points: int = 0
     repairs: list[str] = field(default_factory=list)
     tables: dict[str, Path] = field(default_factory=dict)

@@ -6,22 +6,29 @@ decides the rest as the sweep measures)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
+from instore.access import XROOTD
 from instore.errors import InstoreError
+from instore.filenames import replica_name, traces_dir
 from instore.payload.threads import too_many_threads
 from instore.site import SiteConfig
 from instore.site.dataset.model import Dataset
 from instore.study import Point, Study, expand
-from instore.study.files import replica_name, traces_dir
-from instore.study.grid import axis_value, section_sites
+from instore.study.grid import (
+    CONDITION_NEEDS,
+    axis_value,
+    section_budget,
+    section_needs,
+)
 from instore.sweep.adaptive import Series, run_of
 from instore.sweep.engines import engine_of
 from instore.sweep.options import SweepOptions
+from instore.sweep.ramp import Ramp, clients_skip_reason, ramp_order
 from instore.sweep.store import RecordStore
 from instore.vocabulary import FORMATS, RNTUPLE, RNTUPLE_LAYOUTS, TTREE
 
@@ -76,7 +83,10 @@ class Plan:
     dataset: Dataset | None = None  # the site's own files, read instead of the generated ones
     already: int = 0  # points measured before
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> points
+    substituted: dict[str, int] = field(default_factory=dict)  # what ran instead -> points
+    by_section: dict[str, dict[str, int]] = field(default_factory=dict)  # section -> skipped
     series: dict[str, Series] = field(default_factory=dict)  # key -> its point's repetitions
+    ramp: Ramp | None = None  # where the load ramp stopped (from the records measured before)
 
 
 def _series(study: Study, points: list[Point], keys: list[str]) -> Iterator[Series]:
@@ -111,10 +121,15 @@ def plan(opts: SweepOptions, site: SiteConfig, dataset: Dataset | None = None) -
         )
     study, store = opts.study, RecordStore(opts.results, site.name)
     measured = {} if opts.force else _measured(store.table())
-    result = Plan([], set(), [], dataset=dataset)
+    result = Plan([], set(), [], dataset=dataset, ramp=Ramp(site.load))
     needed: set[str] = set()
     for section in opts.sections:
-        points = expand(study, section)
+        result.by_section[section] = {}
+        points = points_on(study, section, site)
+        for p in points:
+            if p.substitutes is not None and p.repetition == 0:
+                note = substitution_note(p)
+                result.substituted[note] = result.substituted.get(note, 0) + 1
         files = [dataset.key() if dataset else study.fileset(p.fileset).key() for p in points]
         keys = [p.key(site.name, f) for p, f in zip(points, files, strict=True)]
         result.keys.update(keys)
@@ -122,6 +137,7 @@ def plan(opts: SweepOptions, site: SiteConfig, dataset: Dataset | None = None) -
             for r, key in enumerate(series.keys):
                 if key in measured:
                     series.runs[r] = run_of(measured[key], series.points[r].fixed_time_s > 0)
+                    result.ramp.observe(series.points[r], measured[key])
             result.already += len(series.runs)
             point = series.points[0]
             reason = skip_reason(study, point, site, dataset)
@@ -131,10 +147,14 @@ def plan(opts: SweepOptions, site: SiteConfig, dataset: Dataset | None = None) -
             if reason:  # known before the site is brought up: a section may need no site
                 due = max(series.rule.min - len(series.runs), 1)  # the repetitions still due
                 result.skipped[reason] = result.skipped.get(reason, 0) + due
+                mine = result.by_section.setdefault(section, {})
+                mine[reason] = mine.get(reason, 0) + 1
                 continue
             result.todo.append(nxt)
             result.series.update(dict.fromkeys(series.keys, series))
-            needed.update(() if dataset else files_read(point, study))
+    result.todo = _unstopped(result.ramp, ramp_order(result.todo), result.skipped)
+    for point, _ in result.todo:
+        needed.update(() if dataset else files_read(point, study))
     result.files = [opts.data / name for name in sorted(needed)]
     _require_traces(opts, {p.trace for p, _ in result.todo if p.trace is not None})
     missing = [p for p in result.files if not p.exists()]
@@ -144,6 +164,21 @@ def plan(opts: SweepOptions, site: SiteConfig, dataset: Dataset | None = None) -
             _generate_hint(study, missing[0], opts.data),
         )
     return result
+
+
+def _unstopped(
+    ramp: Ramp, todo: list[tuple[Point, str]], skipped: dict[str, int]
+) -> list[tuple[Point, str]]:
+    """The points to measure: those a load ramp stopped before (from the records measured
+    earlier) are counted in ``skipped`` with its reason."""
+    kept = []
+    for point, key in todo:
+        reason = ramp.skip_reason(point)
+        if reason is None:
+            kept.append((point, key))
+        else:
+            skipped[reason] = skipped.get(reason, 0) + 1
+    return kept
 
 
 def _require_traces(opts: SweepOptions, names: set[str]) -> None:
@@ -170,17 +205,49 @@ def _generate_hint(study: Study, missing: Path, data: Path) -> str:
             f"--cluster-mb {f.cluster_mb} --out {data} (or `make study`, which generates every set)")  # fmt: skip
 
 
+def points_on(study: Study, section: str, site: SiteConfig) -> list[Point]:
+    """A section's points as this site runs them: a knob that changes the site (its link, its
+    disk) which the site cannot set, and the section does not need, left at the site's own
+    value; a grid whose protocols the site offers none of run over the site's most direct one,
+    each point saying which it stands in for. Points that then coincide are one."""
+    grid, needs = study.sections.get(section, {}), section_needs(study, section)
+    offered = any(p in site.protocols for p in grid.get("protocol", [Point("").protocol]))
+    fallback = None if offered else site.fallback_protocol()
+    points: dict[Point, None] = {}
+    for point in expand(study, section):
+        points.setdefault(on_site(point, site, needs, fallback))
+    return list(points)
+
+
+def on_site(point: Point, site: SiteConfig, needs: tuple[str, ...], fallback: str | None) -> Point:
+    """One point as the site runs it (see points_on)."""
+    own = {knob: None for knob, need in CONDITION_NEEDS.items()
+           if getattr(point, knob) is not None and need not in needs and site.lacks(need)}  # fmt: skip
+    if own:
+        point = replace(point, **own)
+    if fallback is not None and point.protocol not in site.protocols:
+        point = replace(point, protocol=fallback, substitutes=point.protocol, cache_state=None)
+    return point
+
+
+def substitution_note(point: Point) -> str:
+    """What the sweep's log and the page say of a point run over another protocol."""
+    return (f"section {point.section} runs over {point.protocol} in place of {point.substitutes}: "
+            f"the site offers none of the protocols its grid names")  # fmt: skip
+
+
 def skip_reason(
     study: Study, point: Point, site: SiteConfig, dataset: Dataset | None = None
 ) -> str | None:
     """Why the point is not measured on this site (None: it is); ``dataset``: the site's own
     files, which may lack the point's layout or the branches its pattern names."""
     return (
-        section_skip_reason(study, point, site.name)
+        section_skip_reason(study, point, site)
         or site_skip_reason(point, site)
         or (dataset.skip_reason(point) if dataset is not None else None)
         or engine_skip_reason(study, point)
         or threads_skip_reason(point, site.cores)
+        or clients_skip_reason(point, site.load)
     )
 
 
@@ -191,25 +258,27 @@ def threads_skip_reason(point: Point, cores: int) -> str | None:
     return engine_of(point).threads_reason(point) or too_many_threads(point.threads, cores)
 
 
-def section_skip_reason(study: Study, point: Point, site: str) -> str | None:
-    """Why the study keeps a section off this site (None: the section runs here)."""
-    sites = section_sites(study, point.section)
-    if sites is not None and site not in sites:
-        return f"section {point.section} runs on {', '.join(sites)} only"
+def section_skip_reason(study: Study, point: Point, site: SiteConfig) -> str | None:
+    """Why the study keeps a section off this site (None: the section runs here): the site
+    lacks what the section needs, or it is one of the profile's own sites and the section's
+    budget_sites leaves it out (a site the profile does not name runs every section it can)."""
+    section = point.section
+    lack = next(((need, lack) for need in section_needs(study, section)
+                 if (lack := site.lacks(need)) is not None), None)  # fmt: skip
+    if lack is not None:
+        return f"section {section} needs {lack[0]}: {lack[1]}"
+    budget = section_budget(study, section)
+    if budget is not None and site.name in study.own_sites and site.name not in budget:
+        return (f"section {section} runs on {', '.join(budget)} only of profile "
+                f"{study.profile}'s own sites (its budget_sites)")  # fmt: skip
     return None
 
 
 def site_skip_reason(point: Point, site: SiteConfig) -> str | None:
-    """Why the site's file alone rules a point out (None: it can run there): its own limits,
-    then what it rules out for the point's engine."""
-    reason = site.rules_out(
-        point.protocol,
-        point.block_readahead_kb,
-        point.sets_conditions,
-        point.cache_state,
-        point.io_scheduler,
-        point.filesystem,
-    )
+    """Why the site's file alone rules a point out (None: it can run there): a protocol it does
+    not offer or a capability its knobs need that it lacks, then what it rules out for the
+    point's engine."""
+    reason = site.rules_out(point.protocol, point.needs)
     return reason or engine_of(point).site_reason(point, site)
 
 
@@ -225,3 +294,28 @@ def cluster_skip_reason(point: Point, workers: int, cores: int | None = None) ->
     if point.nodes > workers:
         return f"needs {point.nodes} nodes, the cluster has {workers}"
     return None if cores is None else too_many_threads(point.threads, cores)
+
+
+def traces_replayed(study: Study, site: SiteConfig) -> set[str]:
+    """The recorded analyses a site's sweep replays: those of the points it runs (the site's
+    own dataset aside, which the sweep asks about once it is surveyed)."""
+    return {
+        point.trace
+        for section in study.sections
+        for point in points_on(study, section, site)
+        if point.trace is not None and skip_reason(study, point, site) is None
+    }
+
+
+def recording_site(study: Study, trace: str, sites: Mapping[str, SiteConfig]) -> str:
+    """Where a trace is recorded: its own site (``traces:``, lan-ssd: fast storage, so its gaps
+    are the job's CPU) when the run brings up an emulated site anyway (which needs root);
+    otherwise on the first of the run's sites that replays it and reads over xrootd (the
+    recorder sees XrdCl's requests only), so a run of real sites alone needs no root. The gaps
+    a closed-loop replay reproduces are the job's own CPU wherever it was recorded."""
+    spec = study.trace(trace)
+    if any(site.emulated for site in sites.values()):
+        return spec.site
+    replaying = (name for name, site in sites.items()
+                 if XROOTD in site.protocols and trace in traces_replayed(study, site))  # fmt: skip
+    return next(replaying, spec.site)

@@ -28,6 +28,7 @@ from instore.site.dataset.model import Dataset
 from instore.site.real import site_dataset
 from instore.site.usage import usage_between
 from instore.study import Point
+from instore.summary.load import write_skipped
 from instore.sweep import payloads
 from instore.sweep.adaptive import Series
 from instore.sweep.cluster import cluster_client, fewest_cores
@@ -44,6 +45,7 @@ from instore.sweep.plan import (
     plan,
     tree_for,
 )
+from instore.sweep.ramp import STOP_COLUMN, Ramp
 from instore.sweep.store import RecordStore
 
 log = logging.getLogger(__name__)
@@ -59,7 +61,8 @@ def run_site(opts: SweepOptions) -> SweepSummary:
     site = load_site(opts.site)
     dataset = site_dataset(site, opts.results) if site.dataset else None  # surveyed first
     planned = plan(opts, site, dataset)
-    summary = SweepSummary(site.name, already=planned.already, skipped=dict(planned.skipped))
+    summary = SweepSummary(site.name, already=planned.already, skipped=dict(planned.skipped),
+                           substituted=dict(planned.substituted))  # fmt: skip
     todo = planned.todo
     store = RecordStore(opts.results, site.name)
     noise = NoiseMonitor(opts.results, site.name) if todo else None
@@ -70,6 +73,7 @@ def run_site(opts: SweepOptions) -> SweepSummary:
     if noise is not None:
         noise.close()
     summary.tables = store.write_tables(opts.sections, planned.keys)
+    write_skipped(opts.results, site.name, planned.by_section)  # the pages say why
     return summary
 
 
@@ -138,7 +142,7 @@ def _sweep(
                     access=access, store=store, summary=summary, site=site_info(live),
                     startup=payloads.container_startup(opts, target, access), align_s=0.0,
                     dataset=dataset, series=planned.series, noise=noise,
-                    cores=fewest_cores(client, workers),
+                    cores=fewest_cores(client, workers), ramp=planned.ramp or Ramp(site.load),
                 )  # fmt: skip
                 align_s, launch_s = _warm_up(run, todo[0][0])
                 run = dataclasses.replace(run, align_s=align_s, launch_s=launch_s)
@@ -186,6 +190,7 @@ class SweepRun:
     series: Mapping[str, Series] = field(default_factory=dict)  # key -> its point's repetitions
     noise: NoiseMonitor | None = None  # the machine's probes, between points
     cores: int | None = None  # the fewest cores a worker may run on (None: not asked)
+    ramp: Ramp | None = None  # the load ramp: where it stopped, what it skips after
 
 
 def site_info(live: LiveSite) -> SiteInfo:
@@ -209,7 +214,9 @@ def _measure(run: SweepRun, todo: list[tuple[Point, str]]) -> None:
         point, key = queue.pop(0)
         bar.update(1)
         bar.set_postfix_str(f"{point.section}: {point.label()}"[:80])
-        reason = cluster_skip_reason(point, len(run.workers), run.cores)
+        reason = cluster_skip_reason(point, len(run.workers), run.cores) or (
+            run.ramp.skip_reason(point) if run.ramp is not None else None
+        )
         if reason:
             summary.skip(reason)
             continue
@@ -221,8 +228,11 @@ def _measure(run: SweepRun, todo: list[tuple[Point, str]]) -> None:
         rows = _run_point(run, point, key, "; ".join(repaired) or None)
         series = run.series.get(key)
         repeat = series.add(point.repetition, rows) if series is not None else {}
+        stop = run.ramp.observe(point, rows) if run.ramp is not None else None
         for r in rows:
-            r.update(repeat, **noise)
+            r.update(repeat, **noise, **({STOP_COLUMN: stop} if stop else {}))
+        if stop:
+            log.warning("%s: %s: %s", live.config.name, point.section, stop)
         run.store.append(rows)
         again = series.next() if series is not None else None
         if again is not None:

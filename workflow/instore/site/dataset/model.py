@@ -10,12 +10,12 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from instore.errors import InstoreError
+from instore.filenames import DEFAULT_FILESET
 from instore.record import utc_now
-from instore.study.config import DEFAULT_FILESET
 from instore.vocabulary import TTREE_LAYOUTS
 
 if TYPE_CHECKING:
-    from instore.study import Point
+    from instore.study.grid import Point
 
 RNTUPLE_LAYOUT = "rntuple"  # what the study calls a dataset's RNTuple files
 

@@ -232,7 +232,7 @@ def _sizes(
     template: str, names: Sequence[str], timeout_s: float
 ) -> tuple[dict[str, int], str | None]:
     """Each name's size behind the endpoint, up to the first problem (one line) if any."""
-    from instore import credentials
+    from instore.credentials import diagnosis
     from instore.site.verify import cause
     from instore.storage import StorageError, storage_for
 
@@ -242,7 +242,7 @@ def _sizes(
         try:
             size = storage_for(url).stat(url)
         except StorageError as err:
-            return sizes, cause(url, str(credentials.diagnosed(err)), timeout_s)
+            return sizes, cause(url, str(diagnosis.diagnosed(err)), timeout_s)
         except InstoreError as err:
             return sizes, cause(url, str(err), timeout_s)
         except Exception as err:  # urllib3/ssl errors: refused, TLS, time-out

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from instore import access
 from instore.errors import InstoreError
+from instore.site import roles
 from instore.site.config import SiteConfig
-from instore.site.emulated import blkio, delay, disk, fuse, netns, roles, shaping, xcache, xrootd
+from instore.site.emulated import blkio, delay, disk, fuse, netns, shaping, xcache, xrootd
 from instore.site.emulated.names import XROOTD_PORT, SiteNames
 from instore.site.emulated.state import SiteState
 

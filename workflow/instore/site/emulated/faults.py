@@ -13,7 +13,8 @@ import signal
 import time
 
 from instore.errors import InstoreError
-from instore.site.emulated import delay, netns, roles
+from instore.site import roles
+from instore.site.emulated import delay, netns
 from instore.site.emulated.live import EmulatedLive
 from instore.site.emulated.system import running
 

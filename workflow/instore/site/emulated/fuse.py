@@ -7,8 +7,8 @@ from pathlib import Path
 
 from instore.errors import InstoreError
 from instore.site.emulated.names import XROOTD_PORT, SiteNames
-from instore.site.emulated.roles import XROOTDFS_PROGRAM
 from instore.site.emulated.system import cmdline, run, stop_pid, wait_for
+from instore.site.roles import XROOTDFS_PROGRAM
 from instore.urls import XROOTD, url_for
 
 

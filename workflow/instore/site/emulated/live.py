@@ -9,8 +9,9 @@ from typing import Any
 
 from instore import access
 from instore.errors import InstoreError
+from instore.site import roles
 from instore.site.config import SiteConfig
-from instore.site.emulated import delay, disk, netns, roles, xcache
+from instore.site.emulated import delay, disk, netns, xcache
 from instore.site.emulated.build import retune, shape, start_cache, start_server
 from instore.site.emulated.names import HTTP_PORT, XROOTD_PORT
 from instore.site.emulated.state import SiteState

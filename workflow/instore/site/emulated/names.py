@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from instore import access
-from instore.site.emulated import roles
+from instore.site import roles
 
 PREFIX = "instore-"
 STATE_DIR = Path("/run/instore/sites")

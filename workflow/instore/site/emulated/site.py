@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from instore.errors import InstoreError
+from instore.site import roles
 from instore.site.config import SiteConfig, load_site
-from instore.site.emulated import blkio, delay, disk, fuse, netns, roles, xcache
+from instore.site.emulated import blkio, delay, disk, fuse, netns, xcache
 from instore.site.emulated.build import build
 from instore.site.emulated.live import EmulatedLive
 from instore.site.emulated.names import PREFIX, WORK_ROOT, SiteNames

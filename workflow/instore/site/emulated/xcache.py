@@ -16,8 +16,8 @@ import subprocess
 from pathlib import Path
 
 from instore.errors import InstoreError
+from instore.site import roles
 from instore.site.config import Cache
-from instore.site.emulated import roles
 from instore.site.emulated.names import PREFIX, WORK_ROOT, XROOTD_PORT, SiteNames
 from instore.site.emulated.system import run, stop_pid, wait_for
 

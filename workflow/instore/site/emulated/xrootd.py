@@ -10,7 +10,8 @@ import socket
 import subprocess
 
 from instore.errors import InstoreError
-from instore.site.emulated import blkio, roles
+from instore.site import roles
+from instore.site.emulated import blkio
 from instore.site.emulated.names import HTTP_PORT, XROOTD_PORT, SiteNames
 from instore.site.emulated.system import in_netns, stop_pid, wait_for
 

@@ -1,10 +1,12 @@
 """Where the study's files are and what they are called: one pattern, used by the generator,
-the sweep and the rules."""
+the sweep and the rules. Below the study and the generator, which both name files."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+
+DEFAULT_FILESET = "default"  # the profile's `files`: the study's own analysis-like schema
 
 
 def replica_name(layout: str, replica: int, fileset: str = "") -> str:

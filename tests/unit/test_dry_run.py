@@ -1,0 +1,122 @@
+"""The dry run: what a study will do to a site, said before anything is uploaded, started or
+measured (instore plan, instore sweep --dry-run, make study DRY_RUN=1)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from instore.site import load_site
+from instore.study import load_study
+from instore.sweep import command as sweep_command
+from instore.sweep.dryrun import OVERHEAD_S, dry_run, reference_walls, study_files
+from instore.sweep.store import RecordStore
+
+from tests.conftest import write_real_site
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _study(tmp_path: Path) -> Path:
+    prof = {
+        "sites": ["local"],
+        "files": {"size_mb": 3, "replicas": 2, "seed": 1},
+        "sections": {
+            "layout": {"layout": ["ordered", "unordered"], "protocol": ["posix", "xrootd"]},
+            "load": {"fill": [1, 4, 16, 64], "protocol": ["posix"], "fixed_time_s": [10]},
+            "readahead": {"protocol": ["posix"], "block_readahead_kb": [128]},
+        },
+        "repetitions": {"min": 2, "max": 4},
+    }
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump({"profile": "t", "profiles": {"t": prof}}))
+    return path
+
+
+def _site(tmp_path: Path, **extra: object) -> Path:
+    path = write_real_site(tmp_path / "local.yaml", {"posix": "/data/{file}",
+                                                     "xrootd": "root://h//data/{file}"})  # fmt: skip
+    data = yaml.safe_load(path.read_text())
+    data["workers"]["cores"] = 64
+    path.write_text(yaml.safe_dump({**data, **extra}))
+    return path
+
+
+def test_a_real_site_is_told_uploads_writes_points_clients_and_time(tmp_path: Path) -> None:
+    study = load_study(_study(tmp_path))
+    site = load_site(_site(tmp_path, upload=True, calibration={"posix_dir": "/data/cal"}))
+    plan = dry_run(study, site, tmp_path / "results")
+    # two layouts, two replicas each, 3 MB apiece
+    assert sorted(study_files(study)) == [("ordered-r0.root", 3), ("ordered-r1.root", 3),
+                                          ("unordered-r0.root", 3), ("unordered-r1.root", 3)]  # fmt: skip
+    text = plan.text()
+    assert "upload: 4 files, 0.01 GB" in text
+    assert "/data/cal/instore-fio.dat (calibration.posix_dir)" in text
+    # layout: 4 points; load: 1, 4 and 16 clients (64 is over the real site's default 16)
+    assert plan.sections["layout"].points == 4 and plan.sections["layout"].measurements == 8
+    assert plan.sections["load"].points == 3
+    assert plan.sections["load"].skipped == {
+        "64 clients at once, more than the site's load.max_clients 16": 1
+    }
+    assert plan.sections["readahead"].skipped == {
+        "site local is real: its file names no tuning.block_readahead the worker may set": 1
+    }
+    assert plan.clients == 16
+    assert "most clients at once: 16; the site's load limits: at most 16 clients at once" in text
+    walls = reference_walls()
+    expected = 8 * (walls["layout"] + OVERHEAD_S) + 6 * (10 + OVERHEAD_S)
+    assert plan.seconds == pytest.approx(expected)
+
+
+def test_points_measured_before_are_not_announced_again(tmp_path: Path) -> None:
+    study = load_study(_study(tmp_path))
+    site = load_site(_site(tmp_path))
+    first = dry_run(study, site, tmp_path / "results", ["layout"])
+    from instore.study import expand
+
+    point = expand(study, "layout")[0]
+    key = point.key(site.name, study.fileset(None).key())
+    RecordStore(tmp_path / "results", site.name).append(
+        [{"point_key": key, "jobs": 1, "job": 0, "measured_at": "t", "section": "layout"}]
+    )
+    again = dry_run(study, site, tmp_path / "results", ["layout"])
+    assert again.sections["layout"].already == 1
+    assert again.sections["layout"].measurements == first.sections["layout"].measurements - 1
+    assert "upload: none (upload: false)" in again.text()
+
+
+def test_sweep_dry_run_starts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    def refuse(*_: object) -> None:
+        raise AssertionError("a dry run must not sweep")
+
+    monkeypatch.setattr(sweep_command, "run_site", refuse)
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="instore")
+    sweep_command.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["sweep", "--site", str(_site(tmp_path)), "--study",
+                              str(_study(tmp_path)), "--results", str(tmp_path / "results"),
+                              "--run", "after", "--dry-run"])  # fmt: skip
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "what the study (profile t) will do to site local (real)" in out
+    assert "nothing started or measured" in out
+    assert not (tmp_path / "results").exists()
+
+
+def test_instore_plan_takes_the_words_make_study_takes(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
+    out = subprocess.run(
+        [sys.executable, "-m", "instore.cli", "plan", "profile=quick", "sites=[lan-hdd]",
+         "run=after-upgrade"],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "will do to site lan-hdd (emulated: instore builds it)" in out.stdout
+    assert "results: results/runs/after-upgrade" in out.stdout
+    assert list(tmp_path.iterdir()) == []  # nothing written

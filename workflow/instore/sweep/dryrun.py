@@ -1,0 +1,199 @@
+"""A dry run: what a study will do to a site before it does anything there.
+
+Read from the study file, the site file and the records already measured, with no network
+I/O and nothing started: the bytes uploaded to the site, the files written on it (the
+uploaded copies, fio's test file under ``calibration.posix_dir``), the sections and points it
+will measure and those it skips with why, the most clients at once (and the site's
+``load:`` limits), and an estimate of the sweep's time from the study's reference run
+(``docs/data/reference/points.csv``: the median wall time of a point's job, by section, plus
+the time a sweep spends around each measurement). ``instore plan``, ``instore sweep --dry-run``
+and ``make study DRY_RUN=1`` print it and stop; ``make study`` prints it for a real site first.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from instore.configfile import REPO_ROOT
+from instore.filenames import DEFAULT_FILESET, replica_names
+from instore.site import SiteConfig
+from instore.site.live import FIO_MAX_MB
+from instore.study import SECTIONS, Point, Study, expand
+from instore.sweep.plan import skip_reason
+from instore.sweep.ramp import Ramp
+from instore.sweep.store import RecordStore
+from instore.vocabulary import LAYOUTS
+
+REFERENCE = REPO_ROOT / "docs" / "data" / "reference" / "points.csv"
+# What a sweep spends around each measurement (caches dropped, jobs launched, records
+# written, the site brought up): the reference run's wan sweep took 899 s for 87 measurements
+# whose jobs' median walls add up to 702 s, 2.3 s each.
+OVERHEAD_S = 2.3
+
+
+def study_files(study: Study) -> list[tuple[str, float]]:
+    """Every generated file the study uploads to a site that asks for them (the pipeline's
+    FILES and FILESET_FILES, workflow/rules/data.smk): (name, size in MB)."""
+    sets = {DEFAULT_FILESET: study.files, **study.filesets}
+    return [
+        (name, spec.size_mb)
+        for fileset, spec in sets.items()
+        for name in replica_names(
+            [lay for lay in LAYOUTS if lay in study.layouts_of(fileset)],
+            spec.replicas,
+            "" if fileset == DEFAULT_FILESET else fileset,
+        )
+    ]
+
+
+def reference_walls(path: Path = REFERENCE) -> dict[str, float]:
+    """Section -> the median of its points' median job wall time in the reference run (s)."""
+    walls: dict[str, list[float]] = {}
+    with path.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["wall_s_median"]:
+                walls.setdefault(row["section"], []).append(float(row["wall_s_median"]))
+    return {section: statistics.median(values) for section, values in walls.items()}
+
+
+@dataclass
+class SectionPlan:
+    points: int = 0  # distinct points to measure
+    measurements: int = 0  # their repetitions, at each rule's minimum
+    most: int = 0  # at each rule's cap (adaptive repetitions)
+    already: int = 0  # repetitions measured before
+    seconds: float = 0.0  # the estimate, at the rules' minimum
+    clients: int = 0  # the most jobs of one point
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> points
+
+
+@dataclass
+class DryRun:
+    """What a study will do to one site."""
+
+    site: SiteConfig
+    study: Study
+    calibrate: bool
+    sections: dict[str, SectionPlan]
+    upload: list[tuple[str, float]]  # files put on the site: (name, MB)
+
+    @property
+    def upload_mb(self) -> float:
+        return sum(mb for _, mb in self.upload)
+
+    @property
+    def clients(self) -> int:
+        return max((s.clients for s in self.sections.values()), default=0)
+
+    @property
+    def seconds(self) -> float:
+        return sum(s.seconds for s in self.sections.values())
+
+    def writes(self) -> list[str]:
+        """The files the study writes on the site."""
+        out = []
+        if self.upload:
+            out.append(f"{len(self.upload)} uploaded files (upload: true)")
+        posix_dir = self.site.calibration.posix_dir
+        if self.calibrate and posix_dir and not self.site.emulated:
+            out.append(f"fio's test file of up to {FIO_MAX_MB} MB, {posix_dir}/instore-fio.dat "
+                       "(calibration.posix_dir), read with O_DIRECT")  # fmt: skip
+        return out
+
+    def lines(self) -> list[str]:
+        site, guard = self.site, self.site.load
+        kind = "emulated: instore builds it" if site.emulated else "real"
+        out = [
+            f"what the study (profile {self.study.profile}) will do to site {site.name} ({kind}):"
+        ]
+        if site.emulated:
+            out.append("  upload: none (the site's own disk gets the files at bring-up)")
+        elif self.upload:
+            out.append(f"  upload: {len(self.upload)} files, {self.upload_mb / 1e3:.2f} GB, "
+                       "behind its endpoints (equal copies already there are skipped)")  # fmt: skip
+        else:
+            out.append("  upload: none (upload: false)")
+        out.append(f"  files written on the site: {'; '.join(self.writes()) or 'none'}")
+        measured = {n: s for n, s in self.sections.items() if s.points}
+        total = sum(s.measurements for s in measured.values())
+        most = sum(s.most for s in measured.values())
+        out.append(f"  sections: {len(measured)} measured, {total} measurements of "
+                   f"{sum(s.points for s in measured.values())} points"
+                   + (f" (up to {most} with adaptive repetitions)" if most > total else "")
+                   + f", {sum(s.already for s in self.sections.values())} measured before")  # fmt: skip
+        for name, s in self.sections.items():
+            if s.points:
+                out.append(f"    {name}: {s.points} points, {s.measurements} measurements, "
+                           f"up to {_clients(s.clients)}, about {_duration(s.seconds)}")  # fmt: skip
+            for reason, n in s.skipped.items():
+                out.append(f"    {name}: {n} points skipped: {reason}")
+        out.append(
+            f"  most clients at once: {self.clients}; the site's load limits: {guard.text()}"
+        )
+        out.append(f"  estimated time of the sweep: about {_duration(self.seconds)} (the reference "
+                   "run's job times by section; the load ramp may stop sooner)")  # fmt: skip
+        return out
+
+    def text(self) -> str:
+        return "\n".join(self.lines())
+
+
+def _clients(n: int) -> str:
+    return f"{n} client{'s' if n != 1 else ''}"
+
+
+def _duration(seconds: float) -> str:
+    minutes = seconds / 60
+    return f"{seconds:.0f} s" if minutes < 2 else f"{minutes:.0f} min"
+
+
+def _seconds(point: Point, walls: dict[str, float], fallback: float) -> float:
+    """One measurement of a point: its section's reference job time (a fixed-time point's
+    own time), plus the sweep's time around it."""
+    job = point.fixed_time_s if point.fixed_time_s > 0 else walls.get(point.section, fallback)
+    return job + OVERHEAD_S
+
+
+def dry_run(
+    study: Study,
+    site: SiteConfig,
+    results: Path = Path("results"),
+    sections: Iterable[str] | None = None,
+    calibrate: bool = True,
+) -> DryRun:
+    """What the study will do to the site, from its files and the records in ``results``."""
+    walls = reference_walls()
+    fallback = statistics.median(walls.values())
+    done = RecordStore(results, site.name).done_keys()
+    chosen = [s for s in SECTIONS if s in study.sections and (sections is None or s in sections)]
+    plans = {}
+    ramp = Ramp(site.load)
+    for section in chosen:
+        plan = plans[section] = SectionPlan()
+        for point in expand(study, section):
+            if point.repetition:
+                continue
+            reason = skip_reason(study, point, site) or ramp.skip_reason(point)
+            if reason:
+                plan.skipped[reason] = plan.skipped.get(reason, 0) + 1
+                continue
+            rule = study.rule_of(point.fileset, section)
+            files = study.fileset(point.fileset).key()
+            already = sum(
+                replace(point, repetition=r).key(site.name, files) in done for r in range(rule.max)
+            )
+            plan.already += already
+            todo = max(rule.min - already, 0)
+            if not todo:
+                continue
+            plan.points += 1
+            plan.measurements += todo
+            plan.most += max(rule.max - already, 0)
+            plan.seconds += todo * _seconds(point, walls, fallback)
+            plan.clients = max(plan.clients, point.jobs)
+    upload = study_files(study) if site.upload and not site.emulated and not site.dataset else []
+    return DryRun(site, study, calibrate, plans, upload)
