@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from instore.study.files import replica_name
+from instore.filenames import replica_name
 
 from tests.cli import PACKAGE_ROOT
 from tests.integration.grid_site import Pki, Server, grid_security, needs_tools, pki_root
