@@ -7,16 +7,20 @@ PROFILE ?= full
 CORES ?= all
 CONFIG ?=
 STAMP := $(VENV)/.installed
+EMULATED_STAMP := $(VENV)/.installed-emulated
+DEV_STAMP := $(VENV)/.installed-dev
+# Debian package groups `make system` checks (envs/apt-packages.txt): a real site's by default
+SYSTEM ?= site
 # Rules and notebooks call `instore` and `python`: the venv comes first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup system venv test test-unit study lab lint docs bench lock clean-results
+.PHONY: help setup system venv venv-emulated venv-dev test test-unit study lab lint docs bench lock clean-results
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-system:  ## install missing Debian packages (as root) or say which are missing
-	@envs/setup-system.sh
+system:  ## the Debian packages a study of a real site needs: installed as root, else named with the command an admin types (SYSTEM="site emulated test" for more)
+	@envs/setup-system.sh $(SYSTEM)
 
 $(STAMP): envs/requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,24 +29,40 @@ $(STAMP): envs/requirements.lock pyproject.toml
 	$(BIN)/pip install -q --no-deps -e .
 	@touch $(STAMP)
 
-venv: $(STAMP)  ## create the virtual environment from the lock
+$(EMULATED_STAMP): envs/requirements-emulated.lock $(STAMP)
+	$(BIN)/pip install -q -r envs/requirements-emulated.lock
+	@touch $(EMULATED_STAMP)
 
-setup: system venv  ## everything a run needs
+$(DEV_STAMP): envs/requirements-dev.lock $(STAMP)
+	$(BIN)/pip install -q -r envs/requirements-dev.lock
+	@touch $(DEV_STAMP)
 
-test: setup  ## set up, then run the whole test suite (integration one at a time, then e2e beside the unit tests on 2 processes)
+venv: $(STAMP)  ## create the virtual environment from the study's lock (with the distribution's own python3)
+
+venv-emulated: $(EMULATED_STAMP)  ## add what emulated sites need (NetfilterQueue)
+
+venv-dev: $(DEV_STAMP)  ## add the tools of the tests, lint and docs
+
+setup: system venv  ## what a study of a real site needs, no root (make study adds emulated sites' needs when it names one)
+
+# The tests bring up emulated sites and check rendered pages in a browser: every package group.
+test: SYSTEM = site emulated test
+test: setup venv-emulated venv-dev  ## set up, then run the whole test suite (integration one at a time, then e2e beside the unit tests on 2 processes)
 	$(BIN)/python -m pytest -v --timeout=900 --durations=25 tests/integration; \
 	serial=$$?; \
 	$(BIN)/python -m pytest -v --timeout=900 --durations=10 -n 2 --dist loadfile tests/e2e tests/unit; \
 	parallel=$$?; \
 	test $$serial -eq 0 && test $$parallel -eq 0
 
-test-unit: venv  ## unit tests only (no root, no servers)
+test-unit: venv venv-dev  ## unit tests only (no root, no servers)
 	$(BIN)/python -m pytest -v tests/unit
 
 study: $(if $(DRY_RUN),venv,setup)  ## set up, then run the whole default study (PROFILE=quick; CONFIG="sites=[mysite] run=LABEL"; DRY_RUN=1: say what it would do to each site, and stop)
 ifneq ($(DRY_RUN),)
 	$(BIN)/instore plan profile=$(PROFILE) $(CONFIG)
 else
+	@need=$$($(BIN)/python -m instore.needs profile=$(PROFILE) $(CONFIG)) || exit 1; \
+	if [ -n "$$need" ]; then envs/setup-system.sh $(SYSTEM) $$need && $(MAKE) --no-print-directory venv-emulated; fi
 	$(BIN)/python -m instore.workflowlock
 	$(BIN)/snakemake --cores $(CORES) --config profile=$(PROFILE) $(CONFIG) --rerun-incomplete
 endif
@@ -50,22 +70,24 @@ endif
 lab: venv  ## JupyterLab on the results, bound to localhost
 	$(BIN)/instore lab
 
-lint: venv  ## ruff, and the docs built with mkdocs --strict (into build/docs)
+lint: venv-dev  ## ruff, and the docs built with mkdocs --strict (into build/docs)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
-docs: venv  ## regenerate the generated docs pages (the schemas' enums from instore/vocabulary.py, reference from the schemas and parsers, results from bench/*.json and the study's reference run in docs/data/reference)
+docs: venv-dev  ## regenerate the generated docs pages (the schemas' enums from instore/vocabulary.py, reference from the schemas and parsers, results from bench/*.json and the study's reference run in docs/data/reference)
 	$(BIN)/python -m instore.vocabulary
 	$(BIN)/python docs/gen/reference.py docs
 	$(BIN)/python docs/gen/results.py docs
 	$(BIN)/python docs/gen/study.py docs
 
-bench: setup  ## payload overhead and job-launch benchmarks; writes bench/results.json, bench/launch_results.json
+# The benchmarks start emulated sites and podman containers: their packages too.
+bench: SYSTEM = site emulated
+bench: setup venv-emulated  ## payload overhead and job-launch benchmarks; writes bench/results.json, bench/launch_results.json
 	$(BIN)/python bench/payload_overhead.py
 	$(BIN)/python bench/launch_overhead.py
 
 clean-results:  ## delete the measurements and reports (results/, reports/); the next study remeasures
 	rm -rf results reports
 
-lock:  ## refreeze envs/requirements.lock from the current venv
-	$(BIN)/pip freeze --exclude-editable | grep -v '^instore' > envs/requirements.lock.new && mv envs/requirements.lock.new envs/requirements.lock
+lock:  ## refreeze the locks (study, emulated, dev) from the current venv, split by envs/*.in
+	$(BIN)/python envs/lock.py

@@ -4,7 +4,10 @@ names its section of the commands page, and the README stays a short entry point
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +129,109 @@ def test_the_hand_written_pages_quote_the_reference_runs_figures() -> None:
     cpu = max(d["max_cpu_drift"] for d in run["drift"].values())
     method = " ".join((DOCS / "method.md").read_text().split())
     assert f"drifted up to {read:.0%} while the CPU loop stayed within {cpu:.1%}" in method
+
+
+# --- every `instore ...` line of the hand-written pages and the README parses ----------------
+
+HAND_WRITTEN = sorted(
+    {p.name for p in DOCS.glob("*.md")}
+    - {"study-file.md", "site-file.md", "commands.md", "results.md", "study-results.md"}
+)
+FENCE = re.compile(r"^\s*```")
+# `instore WORDS` in a code line (after a prompt, a path such as .venv/bin/, or variables);
+# not instore's own output ("instore sweep: one line per job")
+BLOCK_COMMAND = re.compile(r"(?:^|[\s/])instore\s+(?![\w-]+:)(.*)")
+INLINE_COMMAND = re.compile(r"`(?:\.venv/bin/)?instore ([^`]+)`")
+SYNOPSIS = re.compile(r"[\[\](){}]|\.\.\.|\s\|\s")  # [optional] (a | b) FILE...: a synopsis
+PLACEHOLDER = re.compile(r"^(<[^>]+>|[A-Z][A-Z0-9_]*(=[A-Z][A-Z0-9_]*)?)$")
+
+
+def _code_lines(text: str) -> list[str]:
+    """Lines of fenced or indented code blocks, continuation lines joined."""
+    out, fenced, joined = [], False, ""
+    for line in text.splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced or line.startswith("    "):
+            joined += line.rstrip("\\").strip() + " "
+            if not line.rstrip().endswith("\\"):
+                out.append(joined.strip())
+                joined = ""
+    return out
+
+
+def _commands(text: str) -> list[tuple[str, bool]]:
+    """(the words after `instore`, whether it is a whole command line to parse)."""
+    found = []
+    for line in _code_lines(text):
+        match = BLOCK_COMMAND.search(line)
+        if match:
+            words = re.split(r"\s(?:#|&&|;|\|\||>|2>)", " " + match.group(1))[0].strip()
+            if words:  # else a directory's name: `git clone URL instore && cd instore`
+                found.append((words, not SYNOPSIS.search(words)))
+    found += [(m.group(1).strip(), False) for m in INLINE_COMMAND.finditer(text)]
+    return found
+
+
+def _expand(words: list[str]) -> list[list[str]]:
+    """``status|down`` (one word, alternatives) as one command per alternative."""
+    out: list[list[str]] = [[]]
+    for word in words:
+        choices = word.split("|") if "|" in word and not word.startswith("-") else [word]
+        out = [[*cmd, c] for cmd in out for c in choices]
+    return out
+
+
+def _subparser(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser of the deepest subcommand ``words`` name, and the words after it."""
+    parser, rest = build_parser(), list(words)
+    while rest:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs or rest[0] not in subs[0].choices:
+            break
+        parser, rest = subs[0].choices[rest[0]], rest[1:]
+    return parser, rest
+
+
+def _problems(command: str, whole: bool) -> list[str]:
+    problems = []
+    for words in _expand(shlex.split(command.replace("[", " [ ").replace("]", " ] "))):
+        parser, rest = _subparser(words)
+        if parser.prog == "instore" and rest and not rest[0].startswith("-"):
+            problems.append(f"no command `instore {rest[0]}`")
+            continue
+        options = {s for a in parser._actions for s in a.option_strings}
+        for word in rest:
+            option = word.split("=")[0]
+            if option.startswith("--") and len(option) > 2 and option not in options:
+                problems.append(f"`{parser.prog}` has no option {option}")
+        if whole and not problems:
+            args = [("1" if PLACEHOLDER.match(w) else w) for w in words]
+            err = io.StringIO()
+            try:
+                with contextlib.redirect_stderr(err):
+                    build_parser().parse_args(args)
+            except SystemExit as stop:
+                if stop.code:
+                    problems.append(err.getvalue().strip().splitlines()[-1])
+    return problems
+
+
+@pytest.mark.parametrize("page", [*HAND_WRITTEN, "README.md"])
+def test_every_instore_line_in_the_page_parses(page: str) -> None:
+    """Each `instore ...` a page shows runs as written: its subcommands exist, its options
+    exist, and a whole command line in a code block parses (UPPER-CASE and <angled> words are
+    placeholders). `instore site status --all` did not."""
+    text = ((REPO if page == "README.md" else DOCS) / page).read_text()
+    bad = {c: p for c, whole in _commands(text) if (p := _problems(c, whole))}
+    assert not bad, f"{page}: {bad}"
+
+
+def test_the_parser_check_catches_what_does_not_exist() -> None:
+    assert _problems("site status --all", True) == ["`instore site status` has no option --all"]
+    assert _problems("site explode mysite", True) != []
+    assert _problems("sweep --site mysite --sections cache", True) == []
+    assert _commands("    make study\n    .venv/bin/instore site up lan-hdd  # yours\n") == [
+        ("site up lan-hdd", True)
+    ]

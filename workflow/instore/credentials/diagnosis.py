@@ -7,8 +7,10 @@ imports this module."""
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from instore.credentials import discovery
 from instore.credentials.discovery import (
@@ -27,6 +29,15 @@ from instore.urls import HTTP, XROOTD, is_local, is_tls, protocol_of
 _AUTH_REFUSED = re.compile(
     r"auth(entication)? (failed|refused)|no protocols left to try|not authori[sz]ed|unauthori[sz]ed"
     r"|\bHTTP (401|403)\b|\[3010\]",
+    re.IGNORECASE,
+)
+# What storage says when it knows who the client is and refuses the operation on the path: XRootD
+# 5.5 answers "[3010] Unable to create /f.root; permission denied" (kXR_NotAuthorized, the code
+# of an identity refusal too) when its file system or its authorisation will not let the mapped
+# user write there; XrdHttp answers HTTP 403 with the same words.
+_PATH_REFUSED = re.compile(
+    r"unable to (create|write|open|mkdir|rename|remove|locate) \S+; permission denied"
+    r"|read-only file system",
     re.IGNORECASE,
 )
 _NO_SUCH_FILE = re.compile(r"no such file|\[3011\]|\bHTTP 404\b|not found", re.IGNORECASE)
@@ -93,9 +104,57 @@ def auth_line(url: str, creds: Credentials | None = None) -> str:
     return f"authentication refused by {url}: {auth_hint(url, creds)}"
 
 
-def diagnosed(err: StorageError) -> InstoreError:
+def path_refused(text: str) -> bool:
+    """Whether storage's message says it knew the client and refused the operation on the path
+    (its file system's permissions or its authorisation), not the client's identity."""
+    return bool(_PATH_REFUSED.search(text))
+
+
+def _identity(creds: Credentials) -> str:
+    if creds.proxy_found:
+        return f"X.509 proxy {discovery.proxy_info(creds.proxy).subject}"
+    return "the bearer token" if creds.token is not None else "anonymous access"
+
+
+def _directory(url: str) -> str:
+    return url.rsplit("/", 1)[0] + "/"
+
+
+def identity_accepted(url: str) -> bool:
+    """Whether the endpoint answers a request for ``url``'s directory with this job's
+    credentials (asked when a write is refused in words that fit either cause)."""
+    answer = probe(_directory(url))
+    return answer is None or not auth_refused(answer)
+
+
+def write_line(url: str, reason: str, creds: Credentials | None = None) -> InstoreError:
+    """A write refused to an identity the storage accepted: the directory's permissions, not
+    the credential. A bearer token's scopes are what the storage authorises it by."""
+    creds = creds or discovery.discover()
+    folder = _directory(url)
+    fix = (f"ask the site to make {folder} writable for that identity, or point the site "
+           "file's endpoints at a directory it may write")  # fmt: skip
+    if creds.token is not None and not creds.proxy_found:
+        scope = posixpath.dirname("/" + urlsplit(url).path.lstrip("/"))
+        fix = (f"get a token whose scopes let it write there (storage.create:{scope}), or ask "
+               f"the site to make {folder} writable for it")  # fmt: skip
+    said = " ".join(reason.replace("\x00", " ").split())
+    coded = re.search(
+        r"\[\d{4}\].*", said
+    )  # xrdcp's "Run: [ERROR] Server responded ...: [3010] ..."
+    said = coded.group(0) if coded else said
+    return InstoreError(f"{url}: the storage accepted {_identity(creds)} but refused to write "
+                        f"there ({said})", fix)  # fmt: skip
+
+
+def diagnosed(err: StorageError, writing: bool = False) -> InstoreError:
     """A storage failure as the one line to show: a refusal of our identity names the
-    credential's fix; any other failure is the storage's own word."""
+    credential's fix; a write refused to an identity the storage accepted names the
+    directory's permissions (the same proxy reads fine there); any other failure is the
+    storage's own word."""
+    if writing and (path_refused(err.reason) or (auth_refused(err.reason)
+                                                 and identity_accepted(err.url))):  # fmt: skip
+        return write_line(err.url, err.reason)
     if auth_refused(err.reason):
         return InstoreError(auth_line(err.url))
     return err

@@ -105,11 +105,12 @@ def found(url: str, size: int, checksum: str | None) -> Copy | None:
 
 
 def put(local: Path, url: str) -> None:
-    """Copy ``local`` to ``url`` with the jobs' credentials."""
+    """Copy ``local`` to ``url`` with the jobs' credentials; a refusal to write there by a
+    storage that accepted them says so (not "renew the proxy")."""
     try:
         storage_for(url).put(local, url)
     except StorageError as err:
-        raise diagnosis.diagnosed(err) from err
+        raise diagnosis.diagnosed(err, writing=True) from err
 
 
 # --- the upload ------------------------------------------------------------------------------

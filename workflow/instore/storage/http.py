@@ -107,6 +107,14 @@ def _split_multipart(body: bytes, ranges: list[tuple[int, int]]) -> list[bytes]:
         raise OSError(f"multipart answer lacks the range starting at {err}") from err
 
 
+def _first_line(body: bytes | None, limit: int = 200) -> str:
+    """An error answer's own words (XrdHttp: "Unable to create /f.root; permission denied"):
+    its first printable line, short; empty for an HTML page or nothing."""
+    text = (body or b"")[:4096].decode("utf-8", "replace").strip()
+    line = text.splitlines()[0].strip() if text else ""
+    return "" if line.startswith("<") else line[:limit]
+
+
 def _headers(url: str) -> dict[str, str]:
     return handoff.auth_headers(url, discovery.discover())
 
@@ -156,7 +164,8 @@ class HTTPStorage(Storage):
                 url = resp.headers["Location"]
                 continue
             if resp.status not in (200, 201, 204):
-                raise StorageError(url, f"HTTP {resp.status}")
+                said = _first_line(resp.data)
+                raise StorageError(url, f"HTTP {resp.status}" + (f": {said}" if said else ""))
             return
         raise InstoreError(f"{url}: too many redirects on PUT", "check the endpoint")
 
