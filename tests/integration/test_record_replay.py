@@ -96,12 +96,14 @@ def test_record_then_replay(server: Server, files: Path, tmp_path: Path, cli: Cl
         assert rec["predicted_cpu_s"] == pytest.approx(meta["cpu_s"])
         per_core = meta["cpu_s"] / (rec["job_cores"] * rec["wall_s"])
         assert rec["predicted_cpu_efficiency"] == pytest.approx(min(1.0, per_core))
-    # page-cache storage (the local file, read just before): the prediction is the job's own
-    # efficiency over the span replayed, at most 1 per core (issue 40: 109% on lan-ssd)
-    assert local["predicted_cpu_efficiency"] <= 1.0 and not local["cpu_bound"]
-    assert local["predicted_cpu_efficiency"] == pytest.approx(
-        local["recorded_cpu_efficiency"], rel=0.05
-    )
+    # page-cache storage: at most 1 per core wherever it is replayed (issue 40: 109% on
+    # lan-ssd), and replayed on the storage it was recorded on (the server's files in the page
+    # cache) the job's own efficiency over the same span, within 5%
+    for rec in (over_root, local):
+        assert rec["predicted_cpu_efficiency"] <= 1.0 and not rec["cpu_bound"]
+    assert over_root["predicted_cpu_efficiency"] == pytest.approx(
+        over_root["recorded_cpu_efficiency"], rel=0.05
+    ), (over_root["wall_s"], meta["wall_s"], local["wall_s"])
     # on the same storage, the closed loop predicts the job's own wall time closely
     assert over_root["wall_s"] == pytest.approx(meta["wall_s"], rel=0.15)
     xrd = over_root["xrdreplay"]
