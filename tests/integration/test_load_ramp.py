@@ -35,10 +35,11 @@ NAMES = SiteNames(SITE)
 COPIES = 16  # one file per client up to 16: each open reads its own file from the spindle
 FILLS = [1, 4, COPIES, 64]
 # The 95th percentile of the opens over XRootD, cold, measured here on the shared 2-core VM
-# (2026-11-26, three sweeps): 1 client 62-165 ms, 4 clients 512 ms, 16 clients 577-2207 ms,
-# 64 clients 1410 ms (their opens' reads queue at 150 IOPS; the machine's load moves them a
-# lot). The limit sits above every 1-client open seen and below every 16-client one.
-STOP_MS = 400.0
+# (2026-11-26, four sweeps): 1 client 62-165 ms (361 ms with a unit-test run beside it), 4
+# clients 324-512 ms, 16 clients 577-2207 ms, 64 clients 1410 ms (their opens' reads queue at
+# 150 IOPS; the machine's load moves them a lot). The limit, a real site's default, sits above
+# every 1-client open seen and below every 16-client one.
+STOP_MS = 500.0
 
 
 def lan_hdd(directory: Path) -> Path:
