@@ -1,9 +1,10 @@
 """The load ramp on an emulated lan-hdd (one spindle: 150 random-read IOPS) with its site file's
 ``load: {stop_p95_open_ms}`` set below what many clients at once cause: the ramp runs 1 client,
-then 16 (each client opening its own copy of the quick profile's small file over XRootD, so
-their opens queue at the disk), finds the 95th percentile of the opens above the limit, and
-stops: the 64-client point is skipped with the reason, the 16-client point's records say where
-and why, and so does the load page. Needs root."""
+then 4, 16 and 32 (each client opening its own copy of the quick profile's small file over
+XRootD, so their opens queue at the disk), finds the 95th percentile of the opens above the
+limit at one of them, and stops there: the 64-client point (and any other above the stop) is
+skipped with the reason, the stopping point's records say where and why, and so does the load
+page. Needs root."""
 
 from __future__ import annotations
 
@@ -31,17 +32,21 @@ pytestmark = [
 
 SITE = "itest-ramp"
 NAMES = SiteNames(SITE)
-COPIES = 16  # one file per client up to 16: each open reads its own file from the spindle
-FILLS = [1, COPIES, 64]
-# The 95th percentile of the opens over XRootD, cold, measured here (2026-11-26, one run each):
-# 1 client 136 and 165 ms, 4 clients 512 ms, 16 clients 2207 ms (their opens' reads queue at
-# 150 IOPS). The limit sits between 1 and 16 clients with a margin of 6x and 2x.
-STOP_MS = 1000.0
+COPIES = 32  # one file per client up to 32: each open reads its own file from the spindle
+FILLS = [1, 4, 16, COPIES, 64]
+# The 95th percentile of the opens over XRootD, cold, measured here on the shared 2-core VM
+# (2026-11-26, five sweeps, 16 copies): 1 client 32-165 ms (361 ms with a unit-test run beside
+# it), 4 clients 60-512 ms, 16 clients 300 ms on a quiet machine and 577-2207 ms on a busy one,
+# 64 clients 1017-1410 ms (their opens' reads queue at 150 IOPS; the machine's load moves
+# them a lot). The limit sits above every 1-client open seen and below every 64-client one;
+# the ramp's 32-client step (between 16's 300 ms and 64's 1017 ms when quiet) is where a quiet
+# machine stops, a busy one at 4 or 16.
+STOP_MS = 400.0
 
 
 def lan_hdd(directory: Path) -> Path:
     """lan-hdd under the test name, XRootD only, with the stop rule on its opens."""
-    path = site_file(directory, SITE, "lan-hdd", ["xrootd"], disk_mb=384, read_iops=150)
+    path = site_file(directory, SITE, "lan-hdd", ["xrootd"], disk_mb=512, read_iops=150)
     data = yaml.safe_load(path.read_text())
     data["load"] = {"stop_p95_open_ms": STOP_MS}
     path.write_text(yaml.safe_dump(data))
@@ -73,11 +78,13 @@ def test_the_ramp_stops_before_64_clients_when_opens_slow(env: dict[str, Path], 
     load = pd.read_parquet(results / SITE / "load.parquet")
     opens = load.groupby("jobs")["open_s"].quantile(0.95) * 1e3
     print("p95 open (ms) by clients:", opens.round(1).to_dict())
-    assert sorted(load["jobs"].unique()) == [1, COPIES], "64 clients never ran"
+    ran = sorted(int(n) for n in load["jobs"].unique())
+    assert ran == FILLS[: len(ran)] and 1 < ran[-1] < 64, f"a ramp stopped before 64: {ran}"
     assert (load["status"] == "ok").all(), load["error"].dropna().unique()
-    stop = load.loc[load["jobs"] == COPIES, STOP_COLUMN].unique()
+    stop = load.loc[load["jobs"] == ran[-1], STOP_COLUMN].unique()
     assert len(stop) == 1 and stop[0].startswith("stopped: p95 open "), stop
-    assert stop[0].endswith(f" ms > {STOP_MS:g} ms at {COPIES} clients")
-    assert load.loc[load["jobs"] == 1, STOP_COLUMN].isna().all(), "1 client was under the limit"
-    assert f"skipped 1: {stop[0]}" in proc.stdout
+    assert stop[0].endswith(f" ms > {STOP_MS:g} ms at {ran[-1]} clients")
+    below = load[load["jobs"] < ran[-1]]
+    assert STOP_COLUMN not in below or below[STOP_COLUMN].isna().all(), "under the limit there"
+    assert f"skipped {len(FILLS) - len(ran)}: {stop[0]}" in proc.stdout
     assert ramp_stops(load) == [stop[0]]  # what the load page says

@@ -13,7 +13,7 @@ import yaml
 from instore.site import load_site
 from instore.study import load_study
 from instore.sweep import command as sweep_command
-from instore.sweep.dryrun import OVERHEAD_S, dry_run, reference_walls, study_files
+from instore.sweep.dryrun import OVERHEAD_S, dry_run, reference, study_files
 from instore.sweep.store import RecordStore
 
 from tests.conftest import write_real_site
@@ -67,9 +67,20 @@ def test_a_real_site_is_told_uploads_writes_points_clients_and_time(tmp_path: Pa
     }
     assert plan.clients == 16
     assert "most clients at once: 16; the site's load limits: at most 16 clients at once" in text
-    walls = reference_walls()
-    expected = 8 * (walls["layout"] + OVERHEAD_S) + 6 * (10 + OVERHEAD_S)
+    # a site the reference run did not measure: its sections' times over every site; each
+    # point measured as often as the reference measured its section's, within the rule (2-4)
+    ref = reference()
+    wall, reps = ref.of("local", "layout")
+    assert (wall, reps) == (ref.walls[None, "layout"], ref.repetitions[None, "layout"])
+    expected = 4 * max(reps, 2) * (wall + OVERHEAD_S) + 3 * 2 * (10 + OVERHEAD_S)
     assert plan.seconds == pytest.approx(expected)
+
+
+def test_a_site_the_reference_measured_is_estimated_from_its_own_times() -> None:
+    ref = reference()
+    own = ("lan-hdd", "layout")
+    assert ref.of(*own) == (ref.walls[own], ref.repetitions[own])
+    assert ref.walls[own] != ref.walls[None, "layout"]
 
 
 def test_points_measured_before_are_not_announced_again(tmp_path: Path) -> None:

@@ -5,8 +5,9 @@ I/O and nothing started: the bytes uploaded to the site, the files written on it
 uploaded copies, fio's test file under ``calibration.posix_dir``), the sections and points it
 will measure and those it skips with why, the most clients at once (and the site's
 ``load:`` limits), and an estimate of the sweep's time from the study's reference run
-(``docs/data/reference/points.csv``: the median wall time of a point's job, by section, plus
-the time a sweep spends around each measurement). ``instore plan``, ``instore sweep --dry-run``
+(``docs/data/reference/points.csv``: the median wall time of a point's job and its
+repetitions, by site and section where the reference measured the site, else by section,
+plus the time a sweep spends around each measurement). ``instore plan``, ``instore sweep --dry-run``
 and ``make study DRY_RUN=1`` print it and stop; ``make study`` prints it for a real site first.
 """
 
@@ -50,14 +51,36 @@ def study_files(study: Study) -> list[tuple[str, float]]:
     ]
 
 
-def reference_walls(path: Path = REFERENCE) -> dict[str, float]:
-    """Section -> the median of its points' median job wall time in the reference run (s)."""
-    walls: dict[str, list[float]] = {}
+@dataclass(frozen=True)
+class Reference:
+    """The reference run's points: by (site, section), and by section over its sites, the
+    mean of the points' median job wall time (s) and of their repetitions (a sweep's time
+    is their sum)."""
+
+    walls: dict[tuple[str | None, str], float]
+    repetitions: dict[tuple[str | None, str], float]
+
+    def of(self, site: str, section: str) -> tuple[float, float]:
+        """A point's job wall time and repetitions: its site's where the reference measured
+        the site, else its section's, else the median of every section's."""
+        for key in ((site, section), (None, section)):
+            if key in self.walls:
+                return self.walls[key], self.repetitions[key]
+        return statistics.median(self.walls.values()), 1.0
+
+
+def reference(path: Path = REFERENCE) -> Reference:
+    walls: dict[tuple[str | None, str], list[float]] = {}
+    reps: dict[tuple[str | None, str], list[float]] = {}
     with path.open(newline="") as handle:
         for row in csv.DictReader(handle):
-            if row["wall_s_median"]:
-                walls.setdefault(row["section"], []).append(float(row["wall_s_median"]))
-    return {section: statistics.median(values) for section, values in walls.items()}
+            if not row["wall_s_median"]:
+                continue
+            for key in ((row["site"], row["section"]), (None, row["section"])):
+                walls.setdefault(key, []).append(float(row["wall_s_median"]))
+                reps.setdefault(key, []).append(float(row["repetitions"]))
+    return Reference({k: statistics.mean(v) for k, v in walls.items()},
+                     {k: statistics.mean(v) for k, v in reps.items()})  # fmt: skip
 
 
 @dataclass
@@ -134,8 +157,9 @@ class DryRun:
         out.append(
             f"  most clients at once: {self.clients}; the site's load limits: {guard.text()}"
         )
-        out.append(f"  estimated time of the sweep: about {_duration(self.seconds)} (the reference "
-                   "run's job times by section; the load ramp may stop sooner)")  # fmt: skip
+        out.append(f"  estimated time of the sweep: about {_duration(self.seconds)} (from the "
+                   "reference run's job times and repetitions by site and section; the load "
+                   "ramp may stop sooner)")  # fmt: skip
         return out
 
     def text(self) -> str:
@@ -151,11 +175,13 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if minutes < 2 else f"{minutes:.0f} min"
 
 
-def _seconds(point: Point, walls: dict[str, float], fallback: float) -> float:
-    """One measurement of a point: its section's reference job time (a fixed-time point's
-    own time), plus the sweep's time around it."""
-    job = point.fixed_time_s if point.fixed_time_s > 0 else walls.get(point.section, fallback)
-    return job + OVERHEAD_S
+def _seconds(point: Point, site: str, ref: Reference, todo: tuple[int, int]) -> float:
+    """A point's measurements still due (``todo``: at least, at most): as many as the
+    reference run made of its section's points (within those bounds), each its reference job
+    time (a fixed-time point's own time) plus the sweep's time around it."""
+    wall, reps = ref.of(site, point.section)
+    job = point.fixed_time_s if point.fixed_time_s > 0 else wall
+    return min(max(reps, todo[0]), todo[1]) * (job + OVERHEAD_S)
 
 
 def dry_run(
@@ -166,8 +192,7 @@ def dry_run(
     calibrate: bool = True,
 ) -> DryRun:
     """What the study will do to the site, from its files and the records in ``results``."""
-    walls = reference_walls()
-    fallback = statistics.median(walls.values())
+    ref = reference()
     done = RecordStore(results, site.name).done_keys()
     chosen = [s for s in SECTIONS if s in study.sections and (sections is None or s in sections)]
     plans = {}
@@ -193,7 +218,7 @@ def dry_run(
             plan.points += 1
             plan.measurements += todo
             plan.most += max(rule.max - already, 0)
-            plan.seconds += todo * _seconds(point, walls, fallback)
+            plan.seconds += _seconds(point, site.name, ref, (todo, max(rule.max - already, 0)))
             plan.clients = max(plan.clients, point.jobs)
     upload = study_files(study) if site.upload and not site.emulated and not site.dataset else []
     return DryRun(site, study, calibrate, plans, upload)
