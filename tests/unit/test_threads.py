@@ -121,7 +121,7 @@ def test_an_efficiency_above_one_per_core_is_flagged(monkeypatch: pytest.MonkeyP
     """Issue 40: no efficiency above 100% per core without saying why. One thread, 2.1 s of
     CPU (its client library's threads beside it) in 2 s of wall."""
     monkeypatch.setattr(payload_runner, "too_many_threads", lambda *_: None)
-    before, after = ProcSnapshot(10.0, 1.0, 0.5, 0, 0), ProcSnapshot(12.0, 3.0, 0.6, 0, 0)
+    before, after = ProcSnapshot(10.0, 1.0, 0.5, 0, 0, 0), ProcSnapshot(12.0, 3.0, 0.6, 0, 0, 0)
     m = payload_runner._measurement(before, after, EngineResult(), 0.0, ReadOptions("/f.root"))
     assert m.cpu_efficiency == pytest.approx(1.05)
     assert m.cpu_efficiency_note is not None and "105%" in m.cpu_efficiency_note

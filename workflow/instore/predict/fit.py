@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from instore.access import FUSE, POSIX, XCACHE, XROOTD
 from instore.calibration import read_calibration
 from instore.errors import InstoreError
 from instore.predict.profile import Param, Profile, Protocol, XCache
@@ -48,8 +49,8 @@ from instore.predict.profile import Param, Profile, Protocol, XCache
 PAYLOAD_SECTIONS = ("layout", "cache", "protocols", "readahead", "jobfill")
 # How each protocol sends reads (not fitted: the protocol's mechanics)
 MECHANICS: dict[str, dict[str, Any]] = {
-    "fuse": {"vector": False, "max_read_kb": 128.0},
-    "posix": {"vector": False},
+    FUSE: {"vector": False, "max_read_kb": 128.0},
+    POSIX: {"vector": False},
 }
 FAST_DISK = {"seq": 2000.0, "random_ms": 0.05}  # where nothing measured the disk: an SSD's
 GROUP_KEYS = ("layout", "branches", "entry_fraction", "events", "file_size", "engine",
@@ -140,7 +141,7 @@ def io_terms(r: dict[str, Any], rtt_s: float, per_byte: float, seq: float, seek_
     and, read cold, a seek per read call and its bytes from the disk."""
     calls = float(r["read_calls"])
     size = float(r["bytes_read"])
-    remote = r["protocol"] not in ("posix",)
+    remote = r["protocol"] not in (POSIX,)
     t = calls * rtt_s + size * per_byte if remote else 0.0
     if r.get("cold", True):
         t += calls * seek_s + size / seq
@@ -152,7 +153,7 @@ def fit_per_byte(points: Sequence[dict[str, Any]], rtt_s: float, seq: float, see
     """One flow's seconds per byte, fitted jointly with each protocol's time per request over
     the remote payload points (least squares), where the points tell them apart (their bytes
     and read calls vary independently); None where they do not."""
-    remote = [r for r in points if r["protocol"] != "posix"]
+    remote = [r for r in points if r["protocol"] != POSIX]
     names = sorted({str(r["protocol"]) for r in remote})
     if len(remote) < len(names) + 2:
         return None
@@ -186,7 +187,7 @@ def fit_protocols(points: Sequence[dict[str, Any]], rtt_s: float, per_byte: floa
         src = f"{_sections(members)}: {len(members)} {name} points, time off CPU against read calls"
         opens = [float(r["open_s"]) for r in members if r.get("open_s")]
         trips = None
-        if opens and rtt_s > 0 and name != "posix":
+        if opens and rtt_s > 0 and name != POSIX:
             trips = Param(statistics.median(opens) / rtt_s,
                           f"{_sections(members)}: the median open time of {len(opens)} "
                           f"{name} points over the RTT", {"points": len(opens)})  # fmt: skip
@@ -215,7 +216,7 @@ def payload_wall(r: dict[str, Any], profile: Profile) -> float:
 def _link(calib: dict[str, Any], emulation: dict[str, Any], rtt_ms: float) -> tuple[Param, Param]:
     """The link's bandwidth and, where a copy shows it binding, the TCP window."""
     copies = {p: e.get("mb_per_s") for p, e in (calib.get("protocols") or {}).items()
-              if p != "xcache" and isinstance(e, dict) and e.get("mb_per_s")}  # fmt: skip
+              if p != XCACHE and isinstance(e, dict) and e.get("mb_per_s")}  # fmt: skip
     best = max(copies.values()) if copies else None
     configured = (emulation.get("network") or {}).get("bandwidth_mbit")
     if configured:
@@ -257,7 +258,7 @@ def _disk(calib: dict[str, Any], emulation: dict[str, Any]) -> tuple[Param, Para
 
 def _xcache(calib: dict[str, Any], emulation: dict[str, Any]) -> XCache | None:
     cache = emulation.get("cache")
-    through = (calib.get("protocols") or {}).get("xcache")
+    through = (calib.get("protocols") or {}).get(XCACHE)
     if not cache and not through:
         return None
     block = (cache or {}).get("blocksize_kb") or 1024
@@ -312,11 +313,11 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
         flow = min(bw_b, window.value * 1024 / rtt_s)
     protocols = fit_protocols(points, rtt_s, 1.0 / flow, seq_b, seek_s)
     for name in cond.get("protocols") or []:
-        if name not in protocols and name != "xcache":
+        if name not in protocols and name != XCACHE:
             protocols[name] = Protocol(Param(0.0, "default: no payload point of this protocol"),
                                        **MECHANICS.get(name, {}))  # fmt: skip
     if not protocols:
-        protocols["xrootd"] = Protocol(Param(0.0, "default: no payload point"))
+        protocols[XROOTD] = Protocol(Param(0.0, "default: no payload point"))
     cpu_req, cpu_mb = fit_client_cpu(points)
     workers = cond.get("workers") or {}
     readahead = (emulation.get("disk") or {}).get("readahead_kb")

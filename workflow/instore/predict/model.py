@@ -46,6 +46,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
+from instore.access import POSIX, STAGE_IN, XROOTD
 from instore.errors import InstoreError
 from instore.predict.compiled import (
     CLOSE,
@@ -61,8 +62,7 @@ from instore.predict.compiled import (
 from instore.predict.profile import Profile
 
 MB = 1e6
-LOCAL = ("posix",)
-STAGE_IN = "stage-in"
+LOCAL = (POSIX,)
 XCACHE_STATES = ("cold", "warm")
 PARTS = ("think", "round_trips", "server", "disk", "disk_queue", "transfer")
 
@@ -147,7 +147,7 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
         c_rtt = (cache.local_rtt_ms.value or 0.0) / 1000.0
         c_rate = (cache.local_mb_per_s.value or 1e9) * MB
         block = int((cache.block_kb.value or 1024) * 1024)
-        origin_server = (profile.protocols.get("xrootd", proto).request_ms.value or 0.0) / 1000.0
+        origin_server = (profile.protocols.get(XROOTD, proto).request_ms.value or 0.0) / 1000.0
     cores = max(1, profile.cores)
     stretch = 1.0
     if sc.jobs_per_node:

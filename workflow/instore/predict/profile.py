@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from instore.access import XCACHE, XROOTD
 from instore.errors import InstoreError
 
 PROFILE_VERSION = 1
@@ -99,7 +100,7 @@ class Profile:
         """The protocol ``name`` (None: xrootd if the site has it, else its first), or one
         line naming the ones the profile has."""
         if name is None:
-            name = "xrootd" if "xrootd" in self.protocols else next(iter(self.protocols))
+            name = XROOTD if XROOTD in self.protocols else next(iter(self.protocols))
         if name not in self.protocols:
             raise InstoreError(
                 f"site {self.site}: no protocol {name!r} in its profile "
@@ -132,7 +133,7 @@ class Profile:
             "readahead_kb": self.readahead_kb,
             "parameters": {k: getattr(self, k).as_dict() for k in keys},
             "protocols": {name: p.as_dict() for name, p in self.protocols.items()},
-            "xcache": self.xcache.as_dict() if self.xcache else None,
+            XCACHE: self.xcache.as_dict() if self.xcache else None,
             "fit_quality": self.fit_quality,
             "notes": list(self.notes),
         }
@@ -152,7 +153,7 @@ def from_dict(data: dict[str, Any], source: str | Path = "profile") -> Profile:
 
     validate(data, "profile", source)
     p = data["parameters"]
-    cache = data.get("xcache")
+    cache = data.get(XCACHE)
     return Profile(
         site=data["site"],
         kind=data.get("kind", "hand-written"),

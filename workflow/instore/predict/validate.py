@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from instore.access import XCACHE, XROOTD
 from instore.errors import InstoreError
 from instore.predict.compiled import Compiled, compile_trace
 from instore.predict.fit import conditions_of, cpu_of, payload_wall
@@ -26,7 +27,6 @@ from instore.replay.trace import load_trace
 
 TRACE_SECTIONS = ("replay", "load")  # a trace replayed: the model over its requests
 HELD_OUT = "caching"  # payload jobs at RTTs and links the fit never saw
-XCACHE = "xcache"
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def check_site(profile: Profile, records: Sequence[dict[str, Any]],
         protocol = p["protocol"]
         state = p["cache_state"] if protocol == XCACHE else None
         if protocol == XCACHE:
-            protocol = "xrootd"
+            protocol = XROOTD
         if protocol not in profile.protocols:
             skipped.append(f"{p['section']} {p['trace']} {protocol}: not in the profile")
             continue
@@ -178,7 +178,7 @@ def check_held_out(profile: Profile, records: Sequence[dict[str, Any]]) -> list[
     point's jobs and repetitions)."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
-        if r.get("section") != HELD_OUT or r.get("status") != "ok" or r.get("protocol") != "xrootd":
+        if r.get("section") != HELD_OUT or r.get("status") != "ok" or r.get("protocol") != XROOTD:
             continue
         if r.get("read_calls") is None or not r.get("wall_s"):
             continue
@@ -195,7 +195,7 @@ def check_held_out(profile: Profile, records: Sequence[dict[str, Any]]) -> list[
             if rtt and bw
             else "payload"
         )
-        out.append(Check(profile.site, HELD_OUT, label, "xrootd", None, 1,
+        out.append(Check(profile.site, HELD_OUT, label, XROOTD, None, 1,
                          len({r.get("point_key") for r in rows}), meas, pred,
                          cpu / meas, cpu / pred if pred else 0.0, "round_trips"))  # fmt: skip
     return out

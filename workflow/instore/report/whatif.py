@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from instore.access import XROOTD
 from instore.errors import InstoreError
 from instore.predict.compiled import Compiled, compile_trace
 from instore.predict.model import Prediction, Scenario, predict
@@ -109,7 +110,7 @@ def measured(results: Path, site: str, protocol: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["trace", "clients", "cpu_efficiency"])
 
 
-def curves(site: str, results: str | Path, data: str | Path, protocol: str = "xrootd") -> None:
+def curves(site: str, results: str | Path, data: str | Path, protocol: str = XROOTD) -> None:
     """Predicted efficiency per analysis on four axes, the measured points on them."""
     try:
         profile = site_profile(Path(results), site)
@@ -161,7 +162,7 @@ def _changes(profile: Profile) -> dict[str, tuple[dict[str, float], Scenario]]:
     return out
 
 
-def advice(site: str, results: str | Path, data: str | Path, protocol: str = "xrootd",
+def advice(site: str, results: str | Path, data: str | Path, protocol: str = XROOTD,
            ) -> pd.DataFrame | None:  # fmt: skip
     """Per analysis: where its time goes and the change that would help it most, as a table
     and a sentence each."""
