@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # Rules and notebooks call `instore` and `python`: the venv comes first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup system venv test test-unit study lab lint docs bench lock clean-results
+.PHONY: help setup system venv apptainer test test-unit study lab lint docs bench lock clean-results
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -28,6 +28,9 @@ $(STAMP): envs/requirements.lock pyproject.toml
 venv: $(STAMP)  ## create the virtual environment from the lock
 
 setup: system venv  ## everything a run needs
+
+apptainer:  ## Apptainer for --runtime apptainer: a site's own on PATH, else built from source into build/apptainer
+	@envs/build-apptainer.sh
 
 test: setup  ## set up, then run the whole test suite (integration one at a time, then e2e beside the unit tests on 2 processes)
 	$(BIN)/python -m pytest -v --timeout=900 --durations=25 tests/integration; \

@@ -63,7 +63,7 @@ def _build(args: argparse.Namespace) -> int:
     if args.oci_archive:
         export.save_oci_archive(project, record)
     if args.sif:
-        record = export.build_sif(project, record)
+        record = export.build_sif(project, record, force=args.force)
     print(json.dumps(record, indent=2))
     return 0
 
