@@ -43,6 +43,7 @@ test-unit: venv  ## unit tests only (no root, no servers)
 	$(BIN)/python -m pytest -v tests/unit
 
 study: setup  ## set up, then run the whole default study (PROFILE=quick; CONFIG="sites=[mysite]")
+	@if [[ "$(CONFIG)" == *runtime=apptainer* || "$$INSTORE_CONTAINER_RUNTIME" == apptainer ]]; then envs/build-apptainer.sh; fi
 	$(BIN)/python -m instore.workflowlock
 	$(BIN)/snakemake --cores $(CORES) --config profile=$(PROFILE) $(CONFIG) --rerun-incomplete
 

@@ -41,6 +41,9 @@ done
 pkg-config --exists libseccomp || { echo "instore: building apptainer needs libseccomp's headers -- ask an admin to run: apt-get install libseccomp-dev" >&2; exit 1; }
 
 export GOTOOLCHAIN=local GOFLAGS=-modcacherw GOSUMDB=off GOPATH=${GOPATH:-$($go env GOPATH)}
+# Apptainer takes its version from `git describe` when its source is inside a git work tree
+# (here: this checkout's build/), and from VERSION only outside one: git stops above $work.
+export GIT_CEILING_DIRECTORIES=$work
 log="$work/build.log"
 echo "instore: building apptainer $v into $prefix (log: $log)"
 

@@ -8,6 +8,7 @@ background from the start of the session: tests/conftest.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -16,13 +17,22 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import pandas as pd
 import pytest
 from instore.container import export, image, warm
 from instore.container.measure import run_payload
 from instore.container.project import find_project
-from instore.container.runtime import Access, Bind, Runtime, Target, built_apptainer
+from instore.container.runtime import (
+    Access,
+    Bind,
+    Launch,
+    Runtime,
+    Target,
+    built_apptainer,
+    launch,
+)
 
 from tests.cli import Cli
 from tests.conftest import APPTAINER_BUILD_LOG, wait_for_apptainer_build
@@ -120,58 +130,62 @@ def test_a_job_forked_from_a_warm_payload_in_apptainer_counts_what_a_cold_one_do
             assert record[key] == cold[key], key
 
 
-NOT_ROOT_WARM = """
-import json, os, sys
-from instore.container import warm
-from instore.container.runtime import Access, Bind, Runtime, Target
-target = Target(Runtime.APPTAINER, sys.argv[1], "sha256:x")
-payload = warm.WarmPayload.start(target, Access((Bind(__import__("pathlib").Path(sys.argv[2])),)),
-                                 "root", formats=["ttree"])
-try:
-    record, container = payload.run(sys.argv[3:], {}, timeout=120)
-finally:
-    payload.close()
-print(json.dumps({"uid": os.getuid(), "record": record,
-                  "launch": container.launch, "launch_s": container.launch_s}))
-"""
+def as_nobody(target: Target, argv: list[str], data: Path) -> Launch:
+    """The launch of ``argv`` in the SIF for the user nobody (the host venv is root's: the
+    payload runs from the SIF alone)."""
+    command = launch(target, argv, Access((Bind(data),)))
+    return Launch(command.runtime, [*NOBODY, *command.argv], command.env)
 
 
-def test_a_user_who_is_not_root_runs_jobs_cold_and_warm_forked(sif_target, data, tmp_path):
+def next_message(stream: IO[str]) -> dict:
+    """The next JSON line the warm payload writes (other lines are not its protocol's)."""
+    for line in stream:
+        with contextlib.suppress(ValueError):
+            return json.loads(line)
+    return {}
+
+
+def warm_job_as_nobody(target: Target, argv: list[str], data: Path) -> dict:
+    """One job through a warm payload that nobody runs in ``apptainer exec``, spoken to as
+    ``warm.WarmPayload`` does: the ready line, one request, its reply."""
+    command = as_nobody(target, [*warm.WARM_ARGV, "root", "--formats", "ttree"], data)
+    proc = subprocess.Popen(command.argv, env=command.env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd="/tmp")  # fmt: skip
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        ready = next_message(proc.stdout)
+        assert ready.get("ready"), proc.stderr.read() if proc.stderr else ""
+        request = {"id": "1", "argv": argv, "env": {}, "timeout": 120, "engine": "root"}
+        proc.stdin.write(json.dumps(request) + "\n")
+        proc.stdin.flush()
+        reply = next_message(proc.stdout)
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(60)
+    return {"ready": ready, "reply": reply}
+
+
+def test_a_user_who_is_not_root_runs_jobs_cold_and_warm_forked(sif_target, data):
     """As grid jobs run: an unprivileged user, Apptainer built without setuid (user
     namespaces), the SIF mounted with squashfuse."""
     if os.geteuid() != 0:
         pytest.skip("switching to an unprivileged user needs root (the suite runs as root)")
-    if not os.access(sif_target.image, os.R_OK):
-        pytest.skip("the SIF is not readable here")
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": "/tmp",
-        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-    }
-    env["PATH"] = f"{Path(built_apptainer() or '/x').parent}:{env['PATH']}"
     argv = read_argv(data / "ordered-r0.root", "root")
-    cold = subprocess.run(
-        [*NOBODY, "apptainer", "exec", "--cleanenv", "--no-home", "--pwd", "/tmp", "--bind",
-         f"{data}:{data}:ro", sif_target.image, "sh", "-c", "id -u; " + " ".join(argv)],
-        env=env, capture_output=True, text=True, timeout=300, cwd="/tmp",
-    )  # fmt: skip
+    as_root = run_payload(sif_target, argv, Access((Bind(data),)))
+    assert as_root["error"] is None, as_root["error"]
+    command = as_nobody(sif_target, ["sh", "-c", "id -u; exec " + " ".join(argv)], data)
+    cold = subprocess.run(command.argv, env=command.env, capture_output=True, text=True,
+                          timeout=300, cwd="/tmp")  # fmt: skip
     assert cold.returncode == 0, cold.stderr[-2000:]
     uid, *_, last = cold.stdout.strip().splitlines()
     assert uid == "65534"
-    record = json.loads(last)
-    as_root = run_payload(sif_target, argv, Access((Bind(data),)))
+    forked = warm_job_as_nobody(sif_target, argv, data)
+    assert forked["reply"]["exit_status"] == 0, forked["reply"].get("stderr", "")[-2000:]
+    record = json.loads(forked["reply"]["stdout"].strip().splitlines()[-1])
     for key in COUNTS:
-        assert record[key] == as_root[key], key
-    forked = subprocess.run(
-        [*NOBODY, sys.executable, "-c", NOT_ROOT_WARM, sif_target.image, str(data), *argv],
-        env=env, capture_output=True, text=True, timeout=600, cwd="/tmp",
-    )  # fmt: skip
-    assert forked.returncode == 0, forked.stderr[-2000:]
-    result = json.loads(forked.stdout.strip().splitlines()[-1])
-    assert result["uid"] == 65534
-    assert result["launch"] == "fork" and result["record"].get("error") is None
-    for key in COUNTS:
-        assert result["record"][key] == as_root[key], key
+        assert json.loads(last)[key] == record[key] == as_root[key], key
 
 
 def test_a_sweep_with_runtime_apptainer_measures_every_point_in_the_sif(
@@ -194,3 +208,24 @@ def test_a_sweep_with_runtime_apptainer_measures_every_point_in_the_sif(
     assert len(both) == 4
     for key in COUNTS:
         assert (both[key] == both[f"{key}_host"]).all(), key
+
+
+def test_apptainer_source_that_does_not_match_the_pinned_hash_is_not_built(tmp_path):
+    """The module is in no checksum database reachable here: the pin in envs/apptainer.sum is
+    what the build trusts, and a zip with another hash stops it before anything is built."""
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    if not os.access(go, os.X_OK):
+        pytest.skip("Go is not installed")
+    repo = Path(__file__).resolve().parents[2]
+    (tmp_path / "envs").mkdir()
+    script = tmp_path / "envs" / "build-apptainer.sh"
+    shutil.copy(repo / "envs" / "build-apptainer.sh", script)
+    pinned = (repo / "envs" / "apptainer.sum").read_text()
+    module, version, good = pinned.strip().splitlines()[-1].split()
+    wrong = f"h1:{'A' * 43}="
+    (tmp_path / "envs" / "apptainer.sum").write_text(f"{module} {version} {wrong}\n")
+    env = {**os.environ, "APPTAINER_FORCE": "1", "PATH": f"{Path(go).parent}:{os.environ['PATH']}"}
+    proc = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    assert f"does not match its pinned hash: pinned {wrong}, zip {good}" in proc.stderr
+    assert not (tmp_path / "build" / "apptainer" / "bin").exists()

@@ -296,7 +296,10 @@ def _apptainer_argv(
     # Apptainer shares the host network, /etc/hosts and /dev (so /dev/fuse) by default; the SIF
     # is read-only. The named variables go in its own environment (APPTAINERENV_NAME), which
     # --cleanenv keeps: its --env splits values at commas, and argv is visible to every user.
-    argv = ["apptainer", "exec", "--cleanenv", "--no-home", "--pwd", workdir]
+    # --no-privs: the payload needs no capability, and as root apptainer asks for all of them,
+    # which fails where root lacks one (this VM's: "Requesting capability set 0x1ffffffffff
+    # while permitted capability set is 0x1fffeffffff"); a user who is not root has none.
+    argv = ["apptainer", "exec", "--cleanenv", "--no-home", "--no-privs", "--pwd", workdir]
     for bind in access.binds:
         argv += ["--bind", f"{bind.path}:{bind.target}:{'rw' if bind.writable else 'ro'}"]
     return [*argv, target.image, *payload_argv]
