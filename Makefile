@@ -14,7 +14,7 @@ SYSTEM ?= site
 # Rules and notebooks call `instore` and `python`: the venv comes first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup system venv venv-emulated venv-dev test test-unit study lab lint docs bench lock clean-results
+.PHONY: help setup system venv venv-emulated venv-dev apptainer test test-unit study lab lint docs bench lock clean-results
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -45,8 +45,13 @@ venv-dev: $(DEV_STAMP)  ## add the tools of the tests, lint and docs
 
 setup: system venv  ## what a study of a real site needs, no root (make study adds emulated sites' needs when it names one)
 
-# The tests bring up emulated sites and check rendered pages in a browser: every package group.
-test: SYSTEM = site emulated test
+apptainer:  ## Apptainer for --runtime apptainer: a site's own on PATH, else built from source into build/apptainer
+	@envs/setup-system.sh apptainer
+	@envs/build-apptainer.sh
+
+# The tests bring up emulated sites, check rendered pages in a browser and run jobs in Apptainer
+# (built from source in the background where none is installed: tests/conftest.py): every group.
+test: SYSTEM = site emulated test apptainer
 test: setup venv-emulated venv-dev  ## set up, then run the whole test suite (integration one at a time, then e2e beside the unit tests on 2 processes)
 	$(BIN)/python -m pytest -v --timeout=900 --durations=25 tests/integration; \
 	serial=$$?; \
@@ -63,6 +68,7 @@ ifneq ($(DRY_RUN),)
 else
 	@need=$$($(BIN)/python -m instore.needs profile=$(PROFILE) $(CONFIG)) || exit 1; \
 	if [ -n "$$need" ]; then envs/setup-system.sh $(SYSTEM) $$need && $(MAKE) --no-print-directory venv-emulated; fi
+	@if [[ "$(CONFIG)" == *runtime=apptainer* || "$$INSTORE_CONTAINER_RUNTIME" == apptainer ]]; then $(MAKE) --no-print-directory apptainer; fi
 	$(BIN)/python -m instore.workflowlock
 	$(BIN)/snakemake --cores $(CORES) --config profile=$(PROFILE) $(CONFIG) --rerun-incomplete
 endif

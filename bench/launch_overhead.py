@@ -3,7 +3,8 @@
 1. **Launch**: the time from submitting a job to the payload being ready to measure
    (``launch_s`` in its record), for jobs started cold (``exec``: a new process, in a new
    container) and forked from a warm payload (``fork``), on the host (runtime none) and in the
-   payload container (podman). Alternating runs, medians. Target: fork median <= 0.3 s.
+   payload container (podman, and Apptainer's SIF of the same image: ``apptainer exec``).
+   Alternating runs, medians. Target: fork median <= 0.3 s.
 2. **One sweep's duty cycle**: lan-hdd's quick-profile layout and cache sections (needs root: an
    emulated site), once with ``--launch fork`` and once with ``--launch exec``. Duty cycle = the
    sum over points of the point's longest job's measured wall, over the sweep's whole wall time
@@ -13,8 +14,13 @@
    Snakemake's log of that run, and ``results/<site>/records.jsonl``): the same ratio over all
    sweeps, and the sweeps' wall time. Targets: >= 50%, <= 15 min.
 
+4. **Apptainer against podman** (``--runtimes-sweeps N``): the same quick sweep, fork, in
+   podman and in Apptainer, alternating N times; each point's median wall in Apptainer over its
+   median in podman. Target: within 5% (the median over the points).
+
 Results go to bench/launch_results.json with the machine they ran on.
-Usage: python bench/launch_overhead.py [--jobs N] [--skip-sweeps] [--study-log PATH]
+Usage: python bench/launch_overhead.py [--jobs N] [--runtimes none,podman,apptainer]
+       [--skip-sweeps] [--runtimes-sweeps N] [--study-log PATH]
 """
 
 from __future__ import annotations
@@ -134,10 +140,10 @@ def read_records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def bench_sweep(launch: str, data: Path) -> dict:
+def bench_sweep(launch: str, data: Path, runtime: str = "podman") -> dict:
     results = Path(tempfile.mkdtemp(prefix=f"instore-bench-{launch}-"))
     argv = [INSTORE, "sweep", "--site", "lan-hdd", "--sections", "layout,cache", "--profile",
-            "quick", "--runtime", "podman", "--launch", launch, "--data", str(data),
+            "quick", "--runtime", runtime, "--launch", launch, "--data", str(data),
             "--results", str(results), "--no-progress", "--force"]  # fmt: skip
     started = time.time()
     proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
@@ -198,16 +204,49 @@ def bench_study(log: Path, results: Path) -> dict:
                                                  if r.get("launch_s") is not None)}  # fmt: skip
 
 
+def bench_runtimes(data: Path, rounds: int) -> dict:
+    """Point walls of the quick sweep (fork) in Apptainer over podman, alternating ``rounds``
+    times: per point the median of each runtime's walls."""
+    walls: dict[str, dict[str, list[float]]] = {"podman": {}, "apptainer": {}}
+    sweeps: dict[str, list[float]] = {"podman": [], "apptainer": []}
+    for _ in range(rounds):
+        for runtime in walls:
+            sweep = bench_sweep("fork", data, runtime)
+            sweeps[runtime].append(sweep["wall_s"])
+            for key, wall in sweep["point_wall_s"].items():
+                walls[runtime].setdefault(key, []).append(wall)
+    ratios = {k: statistics.median(walls["apptainer"][k]) / statistics.median(v)
+              for k, v in walls["podman"].items() if k in walls["apptainer"]}  # fmt: skip
+    return {"rounds": rounds, "points": len(ratios),
+            "apptainer_over_podman_point_wall": {
+                "median": statistics.median(ratios.values()), "min": min(ratios.values()),
+                "max": max(ratios.values()), "by_point": ratios},
+            "sweep_wall_s": sweeps}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=10, help="jobs per launch kind (default 10)")
+    parser.add_argument(
+        "--runtimes",
+        default="none,podman,apptainer",
+        help="where to time launches (default none,podman,apptainer)",
+    )
     parser.add_argument("--skip-sweeps", action="store_true", help="launch only (no root needed)")
+    parser.add_argument(
+        "--runtimes-sweeps",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time the quick sweep in podman and Apptainer, N rounds each",
+    )
     parser.add_argument("--study-log", type=Path, help="Snakemake log of a finished make study")
     args = parser.parse_args()
     results = json.loads(OUT.read_text()) if OUT.exists() else {}
     results.update(machine=machine(), when=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     small = _files(8, 2, "unordered,by-branch,ordered")
-    results["launch"] = {rt: bench_launch(rt, args.jobs, small) for rt in ("none", "podman")}
+    launches = results.setdefault("launch", {})
+    launches.update({rt: bench_launch(rt, args.jobs, small) for rt in args.runtimes.split(",")})
     print(json.dumps(results["launch"], indent=1, default=str)[:1500])
     if not args.skip_sweeps:
         sweeps = {launch: bench_sweep(launch, small) for launch in ("fork", "exec")}
@@ -218,6 +257,8 @@ def main() -> None:
             "points": len(ratios),
         }  # fmt: skip
         results["sweep_lan_hdd_quick_layout_cache"] = sweeps
+    if args.runtimes_sweeps:
+        results["sweep_apptainer_vs_podman"] = bench_runtimes(small, args.runtimes_sweeps)
     if args.study_log:
         results["full_profile"] = bench_study(args.study_log, REPO / "results")
     OUT.write_text(json.dumps(results, indent=2) + "\n")

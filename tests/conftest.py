@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from tests import cli as _cli
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGE_BUILD_LOG = REPO / "build" / "test-image-build.log"
+APPTAINER_BUILD_LOG = REPO / "build" / "test-apptainer-build.log"
 _image_build: dict[str, subprocess.Popen[bytes]] = {}
 
 
@@ -24,6 +26,18 @@ def _needs_image(args: list[str]) -> bool:
     """Whether the selected tests may use the payload image: anything beyond tests/unit and
     tests/e2e (whose study runs its jobs with runtime none)."""
     return any({"unit", "e2e"}.isdisjoint(Path(a).parts) for a in args or ["tests"])
+
+
+def _needs_apptainer(args: list[str]) -> bool:
+    """Whether the selection holds the Apptainer tests: tests/integration/test_apptainer*.py
+    or a directory above them."""
+    for arg in args or ["tests"]:
+        path = Path(arg.split("::")[0])
+        if path.name.startswith("test_apptainer") or (
+            {"unit", "e2e"}.isdisjoint(path.parts) and not path.suffix
+        ):
+            return True
+    return False
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -34,6 +48,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if shutil.which("podman") is None or not _needs_image(session.config.args):
         return
     IMAGE_BUILD_LOG.parent.mkdir(parents=True, exist_ok=True)
+    if _needs_apptainer(session.config.args):
+        # Apptainer from source where none is installed (9-15 min on 2 cores), beside the
+        # image build: the SIF is made from that image once both are done.
+        with APPTAINER_BUILD_LOG.open("wb") as log:
+            _image_build["apptainer"] = subprocess.Popen(
+                [str(REPO / "envs" / "build-apptainer.sh")], preexec_fn=lambda: os.nice(19),
+                cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
     with IMAGE_BUILD_LOG.open("wb") as log:
         _image_build["proc"] = subprocess.Popen(
             _cli.command("container", "build"), preexec_fn=lambda: os.nice(19),
@@ -75,14 +97,25 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if proc is not None and proc.poll() is None:  # a session that ended early
         proc.terminate()
         proc.wait(timeout=60)
+    apptainer = _image_build.pop("apptainer", None)
+    if apptainer is not None and apptainer.poll() is None:  # the script, make and go's children
+        os.killpg(apptainer.pid, signal.SIGTERM)
+        apptainer.wait(timeout=60)
 
 
 def wait_for_image_build() -> None:
-    """Until the session's background build has ended (its result is checked by building
-    again, which is a no-op when the image is current and says why when it is not)."""
-    proc = _image_build.get("proc")
-    if proc is not None:
-        proc.wait()
+    """Until the session's background builds have ended (the image's result is checked by
+    building again, which is a no-op when the image is current and says why when it is not;
+    Apptainer's by ``wait_for_apptainer_build``)."""
+    for proc in (_image_build.get("proc"), _image_build.get("apptainer")):
+        if proc is not None:
+            proc.wait()
+
+
+def wait_for_apptainer_build() -> int | None:
+    """The exit status of the session's background Apptainer build (None: none was started)."""
+    proc = _image_build.get("apptainer")
+    return None if proc is None else proc.wait()
 
 
 @pytest.fixture(scope="session")

@@ -54,7 +54,7 @@ def test_auto_logs_its_choice(caplog):
 
 def test_explicit_runtime_must_be_installed():
     with pytest.raises(InstoreError) as err:
-        select_runtime("apptainer", which=which_from("podman"))
+        select_runtime("apptainer", which=which_from("podman"), built=lambda: None)
     assert "apptainer is not installed" in str(err.value)
     assert "\n" not in str(err.value)
 
@@ -105,12 +105,35 @@ def test_podman_fuse_adds_the_device_only_when_asked():
 
 def test_only_named_variables_reach_the_container(monkeypatch):
     monkeypatch.setenv("SECRET_TOKEN", "do-not-pass")
-    for target in (PODMAN, APPTAINER):
-        cmd = launch(target, ["true"], Access(env={"XRD_READAHEAD": "0"}))
-        envs = [cmd.argv[i + 1] for i, a in enumerate(cmd.argv) if a == "--env"]
-        assert envs == ["HOME=/tmp", "XRD_READAHEAD=0"]
-        assert "SECRET_TOKEN" not in " ".join(cmd.argv)
-        assert "SECRET_TOKEN" not in cmd.env
+    cmd = launch(PODMAN, ["true"], Access(env={"XRD_READAHEAD": "0"}))
+    envs = [cmd.argv[i + 1] for i, a in enumerate(cmd.argv) if a == "--env"]
+    assert envs == ["HOME=/tmp", "XRD_READAHEAD=0"]
+    assert "SECRET_TOKEN" not in " ".join(cmd.argv)
+    assert "SECRET_TOKEN" not in cmd.env
+    cmd = launch(APPTAINER, ["true"], Access(env={"XRD_READAHEAD": "0"}))
+    named = {k: v for k, v in cmd.env.items() if k.startswith("APPTAINERENV_")}
+    assert named == {"APPTAINERENV_HOME": "/tmp", "APPTAINERENV_XRD_READAHEAD": "0"}
+    assert "SECRET_TOKEN" not in " ".join(cmd.argv)
+    assert "SECRET_TOKEN" not in cmd.env
+
+
+def test_apptainer_values_with_commas_reach_the_payload_whole():
+    """apptainer's own --env splits NAME=a,b at the comma: values go through APPTAINERENV_."""
+    cmd = launch(APPTAINER, ["true"], Access(env={"XRD_PLUGINCONFDIR": "/a,/b"}))
+    assert cmd.env["APPTAINERENV_XRD_PLUGINCONFDIR"] == "/a,/b"
+    assert "--env" not in cmd.argv
+
+
+def test_apptainer_asked_by_name_is_found_in_the_checkouts_own_build():
+    """`make apptainer` installs into build/apptainer: --runtime apptainer finds it there, while
+    auto takes only a site's own apptainer on PATH (this machine's study stays on podman)."""
+    built = "/repo/build/apptainer/bin/apptainer"
+    choice = select_runtime("apptainer", which=which_from(), built=lambda: built)
+    assert choice.runtime is Runtime.APPTAINER
+    auto = select_runtime("auto", which=which_from("podman"), built=lambda: built)
+    assert auto.runtime is Runtime.PODMAN
+    with pytest.raises(InstoreError, match="make apptainer"):
+        select_runtime("apptainer", which=which_from(), built=lambda: None)
 
 
 def test_podman_passes_host_hard_limits():

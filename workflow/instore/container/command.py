@@ -13,7 +13,7 @@ from pathlib import Path
 from instore.container import export, hashing, image, podman
 from instore.container.measure import measure_startup, run_payload
 from instore.container.project import find_project
-from instore.container.runtime import SETTINGS, Access, Bind, select_runtime
+from instore.container.runtime import SETTINGS, Access, Bind, built_apptainer, select_runtime
 from instore.errors import InstoreError
 
 RUNTIME_ENV = "INSTORE_CONTAINER_RUNTIME"
@@ -63,7 +63,7 @@ def _build(args: argparse.Namespace) -> int:
     if args.oci_archive:
         export.save_oci_archive(project, record)
     if args.sif:
-        record = export.build_sif(project, record)
+        record = export.build_sif(project, record, force=args.force)
     print(json.dumps(record, indent=2))
     return 0
 
@@ -88,7 +88,7 @@ def _status(args: argparse.Namespace) -> int:
         "runtime": choice.runtime.value,
         "runtime_reason": choice.reason,
         "podman": shutil.which("podman"),
-        "apptainer": shutil.which("apptainer"),
+        "apptainer": shutil.which("apptainer") or built_apptainer(),
         "image": (record or {}).get("image"),
         "image_digest": (record or {}).get("image_digest"),
         "image_present": present,

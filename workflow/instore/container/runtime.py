@@ -36,6 +36,10 @@ PODMAN_NPROC_CEILING = 32768
 NOFILE_CEILING = 1048576
 # Inside the image HOME must be writable while the root file system is read-only.
 CONTAINER_HOME = "/tmp"
+# Apptainer hands NAME=value to the payload for APPTAINERENV_NAME=value in its own environment.
+APPTAINER_ENV_PREFIX = "APPTAINERENV_"
+# Where envs/build-apptainer.sh installs Apptainer in a checkout when none is on PATH.
+APPTAINER_BUILD_BIN = Path("build") / "apptainer" / "bin"
 
 
 @dataclass(frozen=True)
@@ -46,18 +50,40 @@ class Choice:
     reason: str
 
 
-def select_runtime(setting: str, which: Callable[[str], str | None] = shutil.which) -> Choice:
-    """Resolve ``podman | apptainer | none | auto``; ``auto`` tries apptainer, then podman."""
+def built_apptainer() -> str | None:
+    """The Apptainer envs/build-apptainer.sh built in this checkout (build/apptainer), if any."""
+    from instore.container.project import find_project  # project imports this module
+
+    try:
+        found = find_project().root / APPTAINER_BUILD_BIN / "apptainer"
+    except InstoreError:
+        return None
+    return str(found) if os.access(found, os.X_OK) else None
+
+
+def select_runtime(
+    setting: str,
+    which: Callable[[str], str | None] = shutil.which,
+    built: Callable[[], str | None] = built_apptainer,
+) -> Choice:
+    """Resolve ``podman | apptainer | none | auto``; ``auto`` tries apptainer, then podman.
+
+    ``auto`` takes only an apptainer on PATH (a site's own); asking for apptainer by name also
+    takes the one built in this checkout (``make apptainer``)."""
     if setting not in SETTINGS:
         raise InstoreError(
             f"unknown container runtime {setting!r}", f"use one of {', '.join(SETTINGS)}"
         )
     if setting != "auto":
         runtime = Runtime(setting)
-        if runtime is not Runtime.NONE and which(runtime.value) is None:
+        found = runtime is Runtime.NONE or which(runtime.value)
+        if not found and runtime is Runtime.APPTAINER:
+            found = built()
+        if not found:
+            fix = "make apptainer" if runtime is Runtime.APPTAINER else "make system"
             raise InstoreError(
                 f"container runtime {runtime} is not installed",
-                f"install {runtime} (make system) or choose --runtime auto",
+                f"install {runtime} ({fix}) or choose --runtime auto",
             )
         return Choice(runtime, f"{runtime} requested")
     for runtime in AUTO_ORDER:
@@ -206,7 +232,8 @@ def launch(
         return Launch(Runtime.PODMAN, argv, _require_store(target).env())
     if target.runtime is Runtime.APPTAINER:
         argv = _apptainer_argv(target, payload_argv, access, workdir)
-        return Launch(Runtime.APPTAINER, argv, _host_basics())
+        named = {f"{APPTAINER_ENV_PREFIX}{k}": v for k, v in _container_env(access).items()}
+        return Launch(Runtime.APPTAINER, argv, {**apptainer_env(), **named})
     return Launch(Runtime.NONE, _host_argv(payload_argv), _host_env(access.env))
 
 
@@ -266,13 +293,26 @@ def _apptainer_argv(
         raise InstoreError(
             "apptainer target without a SIF", "build it: instore container build --sif"
         )
-    # Apptainer shares the host network and /dev (so /dev/fuse) by default; the SIF is read-only.
-    argv = ["apptainer", "exec", "--cleanenv", "--no-home", "--pwd", workdir]
+    # Apptainer shares the host network, /etc/hosts and /dev (so /dev/fuse) by default; the SIF
+    # is read-only. The named variables go in its own environment (APPTAINERENV_NAME), which
+    # --cleanenv keeps: its --env splits values at commas, and argv is visible to every user.
+    # --no-privs: the payload needs no capability, and as root apptainer asks for all of them,
+    # which fails where root lacks one (this VM's: "Requesting capability set 0x1ffffffffff
+    # while permitted capability set is 0x1fffeffffff"); a user who is not root has none.
+    argv = ["apptainer", "exec", "--cleanenv", "--no-home", "--no-privs", "--pwd", workdir]
     for bind in access.binds:
         argv += ["--bind", f"{bind.path}:{bind.target}:{'rw' if bind.writable else 'ro'}"]
-    for name, value in _container_env(access).items():
-        argv += ["--env", f"{name}={value}"]
     return [*argv, target.image, *payload_argv]
+
+
+def apptainer_env() -> dict[str, str]:
+    """The environment for the apptainer process itself: the host basics, with the checkout's
+    own build first on PATH when no apptainer is on it (its argv stays ``apptainer ...``)."""
+    basics = _host_basics()
+    built = None if shutil.which("apptainer", path=basics["PATH"]) else built_apptainer()
+    if built:
+        basics["PATH"] = f"{Path(built).parent}{os.pathsep}{basics['PATH']}"
+    return basics
 
 
 def _host_argv(payload_argv: Sequence[str]) -> list[str]:
