@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from instore.configfile import REPO_ROOT
 from instore.container.hosts import add_host_args, own_address_entries
 from instore.errors import InstoreError
 from instore.vocabulary import RUNTIME_SETTINGS, RUNTIMES
@@ -51,13 +52,9 @@ class Choice:
 
 
 def built_apptainer() -> str | None:
-    """The Apptainer envs/build-apptainer.sh built in this checkout (build/apptainer), if any."""
-    from instore.container.project import find_project  # project imports this module
-
-    try:
-        found = find_project().root / APPTAINER_BUILD_BIN / "apptainer"
-    except InstoreError:
-        return None
+    """The Apptainer envs/build-apptainer.sh built in this checkout (build/apptainer), if any:
+    the checkout this package is installed from, where the script puts it."""
+    found = REPO_ROOT / APPTAINER_BUILD_BIN / "apptainer"
     return str(found) if os.access(found, os.X_OK) else None
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from instore.access import POSIX
+from instore.predict.profile import FILE_NAME as PROFILE_FILE
 from instore.report import intervals, show
 from instore.report.conditions import conditions_html
 from instore.report.plots import (
@@ -25,6 +26,7 @@ from instore.report.plots import (
     panels,
 )
 from instore.report.view import SiteView
+from instore.report.whatif import PAGE as WHATIF_PAGE
 from instore.summary.load import read_skipped
 from instore.summary.sections import REGISTRY, statistics, title
 
@@ -333,6 +335,9 @@ def section_links(view: SiteView) -> None:
         for s in REGISTRY.values()
         if s.name in view.sections
     )
+    if (view.results / view.site / PROFILE_FILE).is_file():  # the pipeline's What-if page
+        items += (f'<li><a href="{WHATIF_PAGE}.html">What if: each recorded analysis predicted '
+                  "here with the site's fitted profile</a></li>")  # fmt: skip
     show._display(f"<ul>{items}</ul>")
 
 
