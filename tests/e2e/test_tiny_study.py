@@ -34,6 +34,7 @@ COPIED = (
     "envs",
     "notebooks",
     "workflow",
+    "docs/data/reference",  # the reference run a real site's announced time estimate comes from
 )
 IGNORED = shutil.ignore_patterns("__pycache__", "*.egg-info", ".ipynb_checkpoints")
 

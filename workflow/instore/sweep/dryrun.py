@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from instore.configfile import REPO_ROOT
+from instore.errors import InstoreError
 from instore.filenames import DEFAULT_FILESET, replica_names
 from instore.site import SiteConfig
 from instore.site.live import FIO_MAX_MB
@@ -72,6 +73,9 @@ class Reference:
 def reference(path: Path = REFERENCE) -> Reference:
     walls: dict[tuple[str | None, str], list[float]] = {}
     reps: dict[tuple[str | None, str], list[float]] = {}
+    if not path.is_file():
+        raise InstoreError(f"no reference run to estimate the time from: {path} is missing",
+                           "restore docs/data/reference from the repository")  # fmt: skip
     with path.open(newline="") as handle:
         for row in csv.DictReader(handle):
             if not row["wall_s_median"]:

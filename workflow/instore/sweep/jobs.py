@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from instore import credentials
 from instore.access import STAGE_IN
@@ -40,6 +41,17 @@ class Job:
     backoff_s: float = 2.0
     launch: str = "fork"  # fork: a child of the worker's warm payload; exec: a process of its own
     engine: str = "root"  # which warm payload forks it (one per engine)
+    # what it was sent to read, as its record names it: a job that dies before it writes its
+    # record keeps them in its row (no client of a load point is lost for want of its URL)
+    reads: Mapping[str, Any] = field(default_factory=dict)
+
+
+def job_reads(point: Point, url: str, pass_urls: Sequence[str] = ()) -> dict[str, Any]:
+    """The fields a job's record names its files by: a replay's ``urls`` and ``pass_urls``,
+    a read's ``url``."""
+    if point.trace is not None:
+        return {"urls": [url], "pass_urls": list(pass_urls)}
+    return {"url": url}
 
 
 def run_job(job: Job, start_at: float) -> JobOutcome:
@@ -72,6 +84,8 @@ def run_job(job: Job, start_at: float) -> JobOutcome:
         if attempts > job.retries:
             break
         time.sleep(job.backoff_s * 2 ** (attempts - 1))
+    if record.get("error"):
+        record = {**job.reads, **record}
     fate = JobFate(
         job=job.index,
         node=job.node,

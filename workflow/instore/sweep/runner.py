@@ -32,7 +32,7 @@ from instore.summary.load import write_skipped
 from instore.sweep import payloads
 from instore.sweep.adaptive import Series
 from instore.sweep.cluster import cluster_client, fewest_cores
-from instore.sweep.jobs import Job, job_argv, payload_engine, run_job
+from instore.sweep.jobs import Job, job_argv, job_reads, payload_engine, run_job
 from instore.sweep.noise import NoiseMonitor
 from instore.sweep.options import SweepOptions, SweepSummary
 from instore.sweep.plan import (
@@ -326,6 +326,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
             backoff_s=opts.study.backoff_s,
             launch=opts.launch,
             engine=payload_engine(point),
+            reads=job_reads(point, url, later[j]),
         )
         for j, url in enumerate(urls)
     ]
