@@ -305,13 +305,17 @@ def _kill_group(pid: int) -> None:
 # that forked; with these off the parent has that one thread only. Neither is on a job's I/O
 # path (the payload does no linear algebra; jemalloc purges without it).
 SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "background_thread:false"}
+# XRootD reads this when its client loads (here, at warm-up, for every forked job): it looks at
+# requests' time-outs every so many seconds (15 by default), so a replay's request time-out, a
+# third of its job's, would fire after the job's own and the record naming the request be lost.
+CLIENT_ENV = {"XRD_TIMEOUTRESOLUTION": "1"}
 
 
 def serve(engine: str, entry: Entry, formats: Sequence[str] = FORMATS) -> int:
     """Warm up for ``engine`` and ``formats``, say so, then serve its jobs until stdin
     closes; each job runs its command line through ``entry`` (``instore.cli.main``, handed
     down by the command that started this, so nothing here imports the command line)."""
-    for name, value in SINGLE_THREAD_ENV.items():
+    for name, value in {**SINGLE_THREAD_ENV, **CLIENT_ENV}.items():
         os.environ.setdefault(name, value)
     # The protocol owns the real stdout; anything the libraries print goes to stderr instead.
     reply_fd = os.dup(1)

@@ -171,6 +171,10 @@ def replay(
         check_targets(trace, targets, timeout)  # forks: before this process loads a client
     _join_site_cgroup(targets)
     keep_freed_buffers()
+    # XRootD looks at its requests' time-outs every XRD_TIMEOUTRESOLUTION s (15 by default):
+    # a replay's request time-out (a third of its job's in a sweep) must end it when it says,
+    # with its record naming the request, before the job's own time-out kills it without one
+    os.environ.setdefault("XRD_TIMEOUTRESOLUTION", "1")
     _load_sources(targets.urls)
     ready_at = time.time()
     lateness = wait_until(start_at)
