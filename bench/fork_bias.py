@@ -24,11 +24,12 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from launch_overhead import machine  # the same machine description as the launch bench's
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -47,16 +48,6 @@ POINTS = {
 COUNTS = ("bytes_read", "read_calls", "vector_reads", "events", "bytes_needed")
 WAYS = ("exec", "fork", "fork_shared")
 TARGET = 0.05
-
-
-def machine() -> dict:
-    mem = Path("/proc/meminfo").read_text().split()[1]
-    model = next(
-        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-         if line.startswith("model name")), "?",
-    )  # fmt: skip
-    return {"cpu": model, "cores": os.cpu_count(), "memory_gib": round(int(mem) / 2**20, 1),
-            "kernel": platform.release(), "python": platform.python_version()}  # fmt: skip
 
 
 def files() -> Path:
