@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,11 @@ from tests import cli as _cli
 REPO = Path(__file__).resolve().parents[1]
 IMAGE_BUILD_LOG = REPO / "build" / "test-image-build.log"
 APPTAINER_BUILD_LOG = REPO / "build" / "test-apptainer-build.log"
-_image_build: dict[str, subprocess.Popen[bytes]] = {}
+SIF_BUILD_LOG = REPO / "build" / "test-sif-build.log"
+# The session's background builds by name: "image" (podman), "apptainer" (from source), "sif"
+# (made from the image once both are done, by the thread in "sif-after").
+_builds: dict[str, subprocess.Popen[bytes]] = {}
+_sif_after: list[threading.Thread] = []
 
 
 def _needs_image(args: list[str]) -> bool:
@@ -40,82 +45,103 @@ def _needs_apptainer(args: list[str]) -> bool:
     return False
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Start building the payload image at once, in the background (minutes on a fresh clone:
-    a Debian base, then the pinned wheels): the tests that need no image run meanwhile, and
-    ``payload_image`` waits for it. It runs at the lowest CPU priority (nice 19), so the tests
-    that time sweeps meanwhile lose as little as they can to it."""
-    if shutil.which("podman") is None or not _needs_image(session.config.args):
-        return
-    IMAGE_BUILD_LOG.parent.mkdir(parents=True, exist_ok=True)
-    if _needs_apptainer(session.config.args):
-        # Apptainer from source where none is installed (9-15 min on 2 cores), beside the
-        # image build: the SIF is made from that image once both are done.
-        with APPTAINER_BUILD_LOG.open("wb") as log:
-            _image_build["apptainer"] = subprocess.Popen(
-                [str(REPO / "envs" / "build-apptainer.sh")], preexec_fn=lambda: os.nice(19),
-                cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
-    with IMAGE_BUILD_LOG.open("wb") as log:
-        _image_build["proc"] = subprocess.Popen(
-            _cli.command("container", "build"), preexec_fn=lambda: os.nice(19),
-            cwd=REPO, env=_cli.environ(), stdout=log, stderr=subprocess.STDOUT,
+def _background(name: str, argv: list[str], log: Path, **kwargs) -> None:
+    """Start one build at the lowest CPU priority (nice 19), so the tests that time sweeps
+    meanwhile lose as little as they can to it, in its own process group."""
+    with log.open("wb") as out:
+        _builds[name] = subprocess.Popen(
+            argv, preexec_fn=lambda: os.nice(19), cwd=REPO, stdout=out,
+            stderr=subprocess.STDOUT, start_new_session=True, **kwargs,
         )  # fmt: skip
 
 
+def _sif_once_built() -> None:
+    """The SIF from the image (minutes: an OCI archive, then mksquashfs), started as soon as
+    the image and Apptainer are both built, so it overlaps the tests of the image instead of
+    holding up the Apptainer tests; a failed build leaves the fixture to say why."""
+    if _builds["image"].wait() == 0 and _builds["apptainer"].wait() == 0:
+        _background("sif", _cli.command("container", "build", "--sif"), SIF_BUILD_LOG,
+                    env=_cli.environ())  # fmt: skip
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Start building the payload image at once, in the background (minutes on a fresh clone:
+    a Debian base, then the pinned wheels): the tests that need no image run meanwhile, and
+    ``payload_image`` waits for it. Where the Apptainer tests are selected, Apptainer too
+    (from source where none is installed: 9-15 min on 2 cores), then the SIF."""
+    if shutil.which("podman") is None or not _needs_image(session.config.args):
+        return
+    IMAGE_BUILD_LOG.parent.mkdir(parents=True, exist_ok=True)
+    _background("image", _cli.command("container", "build"), IMAGE_BUILD_LOG, env=_cli.environ())
+    if _needs_apptainer(session.config.args):
+        _background("apptainer", [str(REPO / "envs" / "build-apptainer.sh")], APPTAINER_BUILD_LOG)
+        _sif_after.append(threading.Thread(target=_sif_once_built, daemon=True))
+        _sif_after[0].start()
+
+
+def _rank(tests: list[pytest.Item]) -> int:
+    """0: needs no image; 1: needs the payload image; 2: ``quiet`` (compares timings across
+    runs, so not beside a build); 3: needs the SIF."""
+    fixtures = [set(getattr(t, "fixturenames", ())) for t in tests]
+    if any("sif_target" in names for names in fixtures):
+        return 3
+    if all(t.get_closest_marker("quiet") for t in tests):
+        return 2
+    return 1 if all("payload_image" in names for names in fixtures) else 0
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Modules whose every test needs the payload image go last (in their order): its build
-    then overlaps everything else. Before them, the modules marked ``quiet``, which compare
-    timings across runs and must not have the build's load in one run only (seen in CI: a
-    20% IOPS cut measured beside the build moved the CPU efficiency by 2% instead of 14-18%).
-    Whole modules only, so no module fixture is set up twice and no test moves behind the
-    unit tests that it must precede (see pyproject.toml)."""
+    """Modules in the order their builds end (each group in its own order): those that need no
+    image first, which overlap every build; then those of the payload image, beside the
+    Apptainer and SIF builds; then the ``quiet`` ones, once every build has ended (seen in CI:
+    a 20% IOPS cut measured beside the build moved the CPU efficiency by 2% instead of 14-18%);
+    then those of the SIF. Whole modules only, so no module fixture is set up twice and no
+    test moves behind the unit tests that it must precede (see pyproject.toml)."""
     by_module: dict[str, list[pytest.Item]] = {}
     for item in items:
         by_module.setdefault(item.nodeid.split("::")[0], []).append(item)
-    image = {
-        module for module, tests in by_module.items()
-        if all("payload_image" in getattr(t, "fixturenames", ()) for t in tests)
-    }  # fmt: skip
-    quiet = {
-        m for m, tests in by_module.items() if all(t.get_closest_marker("quiet") for t in tests)
-    }
-    rank = {m: 2 if m in image else 1 if m in quiet else 0 for m in by_module}
-    items.sort(key=lambda i: rank[i.nodeid.split("::")[0]])  # stable: each group in its order
+    rank = {module: _rank(tests) for module, tests in by_module.items()}
+    items.sort(key=lambda i: rank[i.nodeid.split("::")[0]])  # stable
 
 
 @pytest.fixture(autouse=True)
 def _quiet_after_image_build(request: pytest.FixtureRequest) -> None:
-    """A ``quiet`` test starts once the background image build has ended (by then, as a rule:
-    it runs late)."""
+    """A ``quiet`` test starts once every background build has ended (by then, as a rule: it
+    runs late)."""
     if request.node.get_closest_marker("quiet"):
-        wait_for_image_build()
+        wait_for_builds()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    proc = _image_build.pop("proc", None)
-    if proc is not None and proc.poll() is None:  # a session that ended early
-        proc.terminate()
-        proc.wait(timeout=60)
-    apptainer = _image_build.pop("apptainer", None)
-    if apptainer is not None and apptainer.poll() is None:  # the script, make and go's children
-        os.killpg(apptainer.pid, signal.SIGTERM)
-        apptainer.wait(timeout=60)
+    """A session that ended early stops its builds: the script, make, go and their children."""
+    for proc in _builds.values():
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=60)
 
 
 def wait_for_image_build() -> None:
-    """Until the session's background builds have ended (the image's result is checked by
-    building again, which is a no-op when the image is current and says why when it is not;
-    Apptainer's by ``wait_for_apptainer_build``)."""
-    for proc in (_image_build.get("proc"), _image_build.get("apptainer")):
-        if proc is not None:
-            proc.wait()
+    """Until the session's background image build has ended (its result is checked by building
+    again, which is a no-op when the image is current and says why when it is not)."""
+    if "image" in _builds:
+        _builds["image"].wait()
+
+
+def wait_for_builds() -> None:
+    """Until every background build of the session has ended, the SIF's too."""
+    wait_for_image_build()
+    for thread in _sif_after:
+        thread.join()
+    for proc in _builds.values():
+        proc.wait()
 
 
 def wait_for_apptainer_build() -> int | None:
-    """The exit status of the session's background Apptainer build (None: none was started)."""
-    proc = _image_build.get("apptainer")
-    return None if proc is None else proc.wait()
+    """The exit status of the session's background Apptainer build (None: none was started),
+    once the SIF made after it has ended too."""
+    wait_for_builds()
+    proc = _builds.get("apptainer")
+    return None if proc is None else proc.returncode
 
 
 @pytest.fixture(scope="session")
