@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from instore import credentials
-from instore.credentials import diagnosis
 from instore.errors import InstoreError
+from instore.storage import diagnosis
 from instore.sweep.jobs import access_for
 
 TOKEN = "eyJ-secret-token-value"

@@ -110,10 +110,10 @@ def test_a_storage_without_checksums_has_the_copy_read_back(
 
 
 def test_the_http_storage_loads_no_diagnosis() -> None:
-    """credentials and the HTTP storage do not import each other: the storage takes the
-    hand-off (certificate, headers), and diagnosis (which asks storage) stays unloaded."""
+    """The HTTP storage takes the credentials' hand-off (certificate, headers) and nothing
+    more; the diagnosis of a refusal (which asks the storage again) stays unloaded."""
     code = ("import sys, instore.storage.http as h, instore.credentials as c; "
             "c.discover(); print(sorted(m for m in sys.modules if m.startswith("
-            "'instore.credentials.')))")  # fmt: skip
+            "('instore.credentials.', 'instore.storage.diagnosis'))))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['instore.credentials.discovery', 'instore.credentials.handoff']"

@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from instore.credentials import diagnosis
-from instore.storage import StorageError
+from instore.storage import StorageError, diagnosis
 
 from tests.unit.test_credentials import TOKEN, make_proxy
 

@@ -1,8 +1,6 @@
-"""Grid credentials, found the way grid jobs find them (``discovery``), handed to every job
-and client (``handoff``), never recorded; a refusal said as its cause and fix (``diagnosis``,
-which may ask the storage). Callers import discovery's and hand-off's names from here, and
-diagnosis's from ``instore.credentials.diagnosis``: it sits above the storage it asks, which
-imports this package, so this package never loads it."""
+"""Grid credentials, found the way grid jobs find them (``discovery``) and handed to every job
+and client (``handoff``), never recorded. A refusal is said as its cause and fix by the storage
+that refused (``instore.storage.diagnosis``), which sits above this package."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ Discovery follows the conventions every grid client uses, so an admin's usual en
   ``BEARER_TOKEN_FILE``, then ``$XDG_RUNTIME_DIR/bt_u<uid>``, then ``/tmp/bt_u<uid>``.
 
 What a record may keep is ``describe()``: the kind, the proxy's subject and its expiry; proxy
-and token contents stay in their files (``handoff`` gives them to clients, ``diagnosis`` says
-why one was refused). Standard library only (``cryptography`` if installed): the payload
+and token contents stay in their files (``handoff`` gives them to clients,
+``instore.storage.diagnosis`` says why one was refused). Standard library only (``cryptography`` if installed): the payload
 imports this module once per job.
 """
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from instore.credentials.diagnosis import explain
 from instore.errors import InstoreError
 from instore.payload import engine_root, engine_uproot, objects
 from instore.payload.engine import ClientOptions, Engine
@@ -21,6 +20,7 @@ from instore.payload.result import EngineResult
 from instore.payload.threads import cpu_efficiency, over_cores, resolve_mode, too_many_threads
 from instore.record import JobResult, Measurement, Provenance, size_histogram, utc_now
 from instore.storage import COPY_TOOLS, fetch
+from instore.storage.diagnosis import explain
 from instore.urls import is_local, local_path
 
 ENGINES: dict[str, Engine] = {"root": engine_root, "uproot": engine_uproot}

@@ -15,12 +15,11 @@ from urllib.parse import urlsplit
 
 from instore import access
 from instore.calibration import write_calibration
-from instore.credentials import diagnosis
 from instore.errors import InstoreError
 from instore.site.emulated import blkio
 from instore.site.emulated.delay import measure_rtt_ms
 from instore.site.live import FioTarget, LiveSite
-from instore.storage import StorageError, storage_for
+from instore.storage import StorageError, diagnosis, storage_for
 from instore.urls import default_port
 
 

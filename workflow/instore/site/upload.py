@@ -18,11 +18,10 @@ from pathlib import Path
 
 from instore import credentials
 from instore.access import FUSE, HTTP, POSIX, STAGE_IN, XCACHE, XROOTD
-from instore.credentials import diagnosis
 from instore.errors import InstoreError
 from instore.record import utc_now
 from instore.site.config import SiteConfig
-from instore.storage import Checksum, StorageError, adler32, storage_for
+from instore.storage import Checksum, StorageError, adler32, diagnosis, storage_for
 from instore.storage.base import normal_adler32, read_back_note
 
 __all__ = ["Copy", "CopyDiffers", "Placed", "Remote", "adler32", "compare", "found", "upload"]

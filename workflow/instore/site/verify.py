@@ -21,10 +21,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from instore import credentials
-from instore.credentials import diagnosis
 from instore.errors import InstoreError
 from instore.site import upload
-from instore.storage import StorageError, open_reader, storage_for
+from instore.storage import StorageError, diagnosis, open_reader, storage_for
 from instore.storage import base as storage_base
 from instore.storage.base import read_back_note
 from instore.urls import http_url, is_http, is_xrootd

@@ -27,7 +27,7 @@ CHECK_FIX = "check the endpoint and its permissions"
 
 class StorageError(InstoreError):
     """A request the endpoint failed: ``reason`` is its own last word (an authentication
-    refusal among them, which ``instore.credentials.diagnosis`` turns into a credential fix)."""
+    refusal among them, which ``instore.storage.diagnosis`` turns into a credential fix)."""
 
     def __init__(self, url: str, reason: str, fix: str | None = CHECK_FIX) -> None:
         self.url, self.reason = url, reason

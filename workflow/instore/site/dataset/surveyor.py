@@ -232,9 +232,8 @@ def _sizes(
     template: str, names: Sequence[str], timeout_s: float
 ) -> tuple[dict[str, int], str | None]:
     """Each name's size behind the endpoint, up to the first problem (one line) if any."""
-    from instore.credentials import diagnosis
     from instore.site.verify import cause
-    from instore.storage import StorageError, storage_for
+    from instore.storage import StorageError, diagnosis, storage_for
 
     sizes: dict[str, int] = {}
     for name in names:

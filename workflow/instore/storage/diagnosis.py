@@ -1,8 +1,8 @@
 """Saying why storage refused a request, in one line with its fix: an authentication refusal
 is said as one (the fix is a credential, never "regenerate the file"), naming what is wrong
 with the credential found (``discovery``). Where an engine kept the reason to itself, the
-storage is asked (``instore.storage``). Above discovery, hand-off and storage: none of those
-imports this module."""
+storage is asked again (``probe``). It belongs to the storage, which says why it refused,
+above the credentials it names: ``instore.storage`` itself never loads it."""
 
 from __future__ import annotations
 
