@@ -191,12 +191,14 @@ LOAD_JOBS = 64  # the HEPiX group ran 20-80 concurrent jobs against one storage
 
 
 def test_64_concurrent_jobs_against_one_site(env: dict[str, Path], cli: Cli) -> None:
-    """One point of 64 uproot jobs over root:// on 2 cores: all recorded, with open times."""
+    """One point of 64 uproot jobs over root:// on 2 cores: all recorded, with open times.
+    Each reads a fifth of the branches: still 64 opens and reads at once, in less time."""
     profile = {
         "timeout_s": 600,
         "retries": 1,
         "sections": {"jobfill": {"fill": [LOAD_JOBS], "protocol": ["xrootd"],
-                                 "engine": ["uproot"], "layout": ["ordered"]}},
+                                 "engine": ["uproot"], "layout": ["ordered"],
+                                 "branches": ["fraction:0.2"]}},
     }  # fmt: skip
     sweep = start_sweep(cli, env, study_file(env["tmp"], profile))
     _, err = sweep.communicate(timeout=900)
