@@ -62,9 +62,9 @@ def test_a_real_site_is_told_uploads_writes_points_clients_and_time(tmp_path: Pa
     assert plan.sections["load"].skipped == {
         "64 clients at once, more than the site's load.max_clients 16": 1
     }
-    assert plan.sections["readahead"].skipped == {
-        "site local is real: its file names no tuning.block_readahead the worker may set": 1
-    }
+    # a block readahead the real site does not let the worker set, in a section that does not
+    # need it: measured at the site's own, as the sweep does (the dry run once said skipped)
+    assert plan.sections["readahead"].skipped == {} and plan.sections["readahead"].points == 1
     assert plan.clients == 16
     assert "most clients at once: 16; the site's load limits: at most 16 clients at once" in text
     # a site the reference run did not measure: its sections' times over every site; each
@@ -72,7 +72,9 @@ def test_a_real_site_is_told_uploads_writes_points_clients_and_time(tmp_path: Pa
     ref = reference()
     wall, reps = ref.of("local", "layout")
     assert (wall, reps) == (ref.walls[None, "layout"], ref.repetitions[None, "layout"])
-    expected = 4 * max(reps, 2) * (wall + OVERHEAD_S) + 3 * 2 * (10 + OVERHEAD_S)
+    ahead, ahead_reps = ref.of("local", "readahead")
+    expected = (4 * max(reps, 2) * (wall + OVERHEAD_S) + 3 * 2 * (10 + OVERHEAD_S)
+                + max(ahead_reps, 2) * (ahead + OVERHEAD_S))  # fmt: skip
     assert plan.seconds == pytest.approx(expected)
 
 
@@ -131,3 +133,27 @@ def test_instore_plan_takes_the_words_make_study_takes(tmp_path: Path) -> None:
     assert "will do to site lan-hdd (emulated: instore builds it)" in out.stdout
     assert "results: results/runs/after-upgrade" in out.stdout
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_the_dry_run_counts_the_sections_a_grid_site_runs_over_its_own_protocols(
+    tmp_path: Path,
+) -> None:
+    """A site with root:// and https only (no POSIX mount, no XCache), under the repository's
+    full profile: the announcement names what the sweep will run, including the sections whose
+    grids name only posix, run over root:// in their place. It said "6 measured" and "skipped:
+    site offers no posix" for layout, readahead and jobfill, which the sweep then ran."""
+    study = load_study(REPO / "config" / "study.yaml", {"profile": "full"})
+    endpoints = {"xrootd": "root://h//d/{file}", "http": "https://h//d/{file}",
+                 "stage-in": "root://h//d/{file}"}  # fmt: skip
+    site = load_site(write_real_site(tmp_path / "grid.yaml", endpoints, name="grid"))
+    plan = dry_run(study, site, tmp_path / "results")
+    measured = sorted(name for name, section in plan.sections.items() if section.points)
+    assert measured == ["cache", "format", "jobfill", "layout", "load", "protocols",
+                        "readahead", "replay", "scale"]  # fmt: skip
+    text = plan.text()
+    assert "layout: 6 points: runs over xrootd in place of posix" in text, text
+    assert not any(
+        "site offers no posix" in reason
+        for name in ("layout", "readahead", "jobfill")
+        for reason in plan.sections[name].skipped
+    )

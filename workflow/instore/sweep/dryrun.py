@@ -24,8 +24,8 @@ from instore.errors import InstoreError
 from instore.filenames import DEFAULT_FILESET, replica_names
 from instore.site import SiteConfig
 from instore.site.live import FIO_MAX_MB
-from instore.study import SECTIONS, Point, Study, expand
-from instore.sweep.plan import skip_reason
+from instore.study import SECTIONS, Point, Study
+from instore.sweep.plan import points_on, skip_reason, substitution_note
 from instore.sweep.ramp import Ramp
 from instore.sweep.store import RecordStore
 from instore.vocabulary import LAYOUTS
@@ -96,6 +96,7 @@ class SectionPlan:
     seconds: float = 0.0  # the estimate, at the rules' minimum
     clients: int = 0  # the most jobs of one point
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> points
+    substituted: dict[str, int] = field(default_factory=dict)  # what it says -> points
 
 
 @dataclass
@@ -156,6 +157,8 @@ class DryRun:
             if s.points:
                 out.append(f"    {name}: {s.points} points, {s.measurements} measurements, "
                            f"up to {_clients(s.clients)}, about {_duration(s.seconds)}")  # fmt: skip
+            for note, n in s.substituted.items():
+                out.append(f"    {name}: {n} points: {note.removeprefix(f'section {name} ')}")
             for reason, n in s.skipped.items():
                 out.append(f"    {name}: {n} points skipped: {reason}")
         out.append(
@@ -203,13 +206,16 @@ def dry_run(
     ramp = Ramp(site.load)
     for section in chosen:
         plan = plans[section] = SectionPlan()
-        for point in expand(study, section):
+        for point in points_on(study, section, site):  # as the sweep plans them
             if point.repetition:
                 continue
             reason = skip_reason(study, point, site) or ramp.skip_reason(point)
             if reason:
                 plan.skipped[reason] = plan.skipped.get(reason, 0) + 1
                 continue
+            if point.substitutes is not None:
+                note = substitution_note(point)
+                plan.substituted[note] = plan.substituted.get(note, 0) + 1
             rule = study.rule_of(point.fileset, section)
             files = study.fileset(point.fileset).key()
             already = sum(
