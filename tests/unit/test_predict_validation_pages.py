@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from instore.predict.compiled import compile_trace
@@ -143,3 +144,71 @@ def test_the_overview_notebook_renders_the_grid(study: dict, tmp_path: Path) -> 
     assert error_outputs(executed) == []
     page = render(executed, tmp_path / "index.html").read_text()
     assert 'id="whatif-grid"' in page and "<th>wan (xrootd)</th>" in page
+
+
+def test_a_real_job_is_predicted_from_its_sites_profile(study: dict) -> None:
+    from instore.predict.validate import predict_job
+
+    trace = study["data"] / "traces" / "chatty"
+    far = study["wan"].with_changes(rtt_ms=50.0)
+    got = predict_job(trace, far, "xrootd", recorded_on=study["lan"])
+    want = predict(study["chatty"], far, Scenario(protocol="xrootd", recorded_on=study["lan"]))
+    assert got["model_wall_s"] == pytest.approx(want.wall_s)
+    assert got["model_profile"] == "wan (what-if: rtt_ms=50.0)"
+    assert got["model_recorded_on"] == "lan" and got["model_waits_on"] == "round_trips"
+    # xcache: the trace read through the site's warm cache
+    warm = predict(study["chatty"], study["wan"], Scenario(protocol="xrootd", xcache="warm"))
+    assert predict_job(trace, study["wan"], "xcache")["model_wall_s"] == pytest.approx(warm.wall_s)
+
+
+def _reference(tmp_path: Path, checks: list[Check] | None) -> Path:
+    import pandas as pd
+    from instore.predict.validate import COLUMNS
+
+    ref = tmp_path / "reference"
+    ref.mkdir()
+    (ref / "run.json").write_text(json.dumps({"commit": "abc1234", "sites": ["wan"]}))
+    pd.DataFrame({"site": ["wan"] * 3, "section": ["replay", "load", "cache"]}).to_csv(
+        ref / "points.csv", index=False
+    )
+    if checks is not None:
+        pd.DataFrame([c.as_dict() for c in checks], columns=[*COLUMNS, "error", "why"]).to_csv(
+            ref / "predict.csv", index=False
+        )
+    return ref
+
+
+def _predicted_page() -> ModuleType:
+    """docs/gen/predicted.py (docs/gen is not a package)."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "gen"))
+    try:
+        return importlib.import_module("predicted")
+    finally:
+        sys.path.pop(0)
+
+
+def test_the_results_page_counts_the_reference_runs_points(tmp_path: Path) -> None:
+    def check(section: str, measured: float, predicted: float, **more: object) -> Check:
+        return Check("wan", section, "agc", "xrootd", None, 1, 1, measured, predicted, None,
+                     0.5, "round_trips", **more)  # fmt: skip
+
+    checks = [check("replay", 10.0, 10.2), check("load", 10.0, 12.0, measured_lo_s=9.0,
+              measured_hi_s=11.0, walls=4), check("replay", 4.0, 3.9),
+              check("caching", 2.0, 2.1)]  # fmt: skip
+    text = _predicted_page().validation(_reference(tmp_path, checks))
+    assert "2 of 3 points (67%) predicted within 10%" in text  # the held-out point apart
+    assert "3 points are too few to judge the targets by" in text
+    worst = text.split("The 3 worst")[1]
+    first = worst.split("\n")[4]  # the table's first row, after its head and rule
+    assert "| load |" in first and "+20.0%" in first and "10 s [9, 11] (4)" in first
+    assert "predicted 20% slower than measured" in first
+    assert "Held out, the caching section's direct points" in text and "1 of 1 points" in text
+
+
+def test_the_results_page_says_when_the_reference_holds_no_prediction(tmp_path: Path) -> None:
+    text = _predicted_page().validation(_reference(tmp_path, None))
+    assert "holds 1 replay and 1 load points, but no prediction of them" in text
+    assert "not measured here yet" in text

@@ -10,10 +10,11 @@ read through the site's cache in the point's cache state. The relative error is
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +200,17 @@ def summary(checks: Sequence[Check], worst: int = 5) -> dict[str, Any]:
     }
 
 
+def verdict(s: dict[str, Any]) -> str:
+    """One sentence: how many points within 10%, the median error, against the targets."""
+    met = (s["within_10pct"] >= TARGETS["within_10pct"]
+           and s["median_abs_error"] <= TARGETS["median_abs_error"])  # fmt: skip
+    return (f"{s['points_within_10pct']} of {s['points']} points ({s['within_10pct']:.0%}) "
+            f"predicted within 10% of their measured wall, median absolute error "
+            f"{s['median_abs_error']:.1%} (targets: {TARGETS['within_10pct']:.0%} within 10%, "
+            f"median at most {TARGETS['median_abs_error']:.0%}: "
+            f"{'met' if met else 'not met'})")  # fmt: skip
+
+
 class TraceFinder:
     """Traces by name under the study's traces directory, compiled once each."""
 
@@ -254,3 +266,58 @@ def check_held_out(profile: Profile, records: Sequence[dict[str, Any]]) -> list[
                          cpu / meas, cpu / pred if pred else 0.0, "",
                          min(walls), max(walls), len(walls)))  # fmt: skip
     return out
+
+
+def validate_results(results: Path, traces: Path, site: str | None = None,
+                     ) -> tuple[list[Check], list[str]]:  # fmt: skip
+    """Every site with a profile under ``results`` (or ``site`` only): its replay and load
+    points and its held-out caching points against their prediction, and the points skipped
+    (why, the site named)."""
+    from instore.predict.profile import FILE_NAME, read_profile
+    from instore.sweep.store import RecordStore
+
+    profiles = [read_profile(p) for p in sorted(Path(results).glob(f"*/{FILE_NAME}"))]
+    profiles = [p for p in profiles if site in (None, p.site)]
+    finder = TraceFinder(Path(traces))
+    checks: list[Check] = []
+    skipped: list[str] = []
+    for profile in profiles:
+        records = RecordStore(Path(results), profile.site).records()
+        got, why = check_site(profile, records, finder)
+        checks += got + check_held_out(profile, records)
+        skipped += [f"{profile.site}: {w}" for w in why]
+    return checks, skipped
+
+
+COLUMNS = [f.name for f in fields(Check)]
+
+
+def from_row(row: dict[str, Any]) -> Check:
+    """A check from its table row (``Check.as_dict``'s keys; the computed ones ignored, an
+    empty cell None)."""
+
+    def value(v: Any) -> Any:
+        return None if v is None or (isinstance(v, float) and math.isnan(v)) or v == "" else v
+
+    kept = {k: value(row.get(k)) for k in COLUMNS}
+    kept["clients"] = int(kept["clients"])
+    kept["repetitions"] = int(kept["repetitions"])
+    kept["walls"] = int(kept["walls"] or 0)
+    kept["waits_on"] = kept["waits_on"] or ""
+    return Check(**kept)
+
+
+def predict_job(trace: Path, profile: Profile, protocol: str,
+                recorded_on: Profile | None = None) -> dict[str, Any]:  # fmt: skip
+    """A real job's prediction from its trace and its site's profile, as the fidelity bench
+    keeps it beside the replay's: the wall, CPU efficiency per core and the part it waits on
+    most (``xcache``: the trace read through the site's warm XCache)."""
+    state = "warm" if protocol == XCACHE else None
+    sc = Scenario(protocol=XROOTD if state else protocol, xcache=state, recorded_on=recorded_on)
+    pred = predict(compile_trace(load_trace(Path(trace))), profile, sc)
+    what_if = [p.source for p in (profile.rtt_ms, profile.bandwidth_mbit)
+               if p.source.startswith("what-if")]  # fmt: skip
+    return {"model_wall_s": pred.wall_s, "model_cpu_efficiency": pred.cpu_efficiency_per_core,
+            "model_waits_on": pred.waits_on, "model_breakdown_s": pred.breakdown,
+            "model_profile": profile.site + (f" ({', '.join(what_if)})" if what_if else ""),
+            "model_recorded_on": recorded_on.site if recorded_on else None}  # fmt: skip

@@ -228,26 +228,13 @@ def _check_rows(checks: Sequence[Any]) -> pd.DataFrame:
                          for c in sorted(checks, key=lambda c: -abs(c.error))])  # fmt: skip
 
 
-def verdict(s: dict[str, Any]) -> str:
-    """One sentence: how many points within 10%, the median error, against the targets."""
-    from instore.predict.validate import TARGETS
-
-    met = (s["within_10pct"] >= TARGETS["within_10pct"]
-           and s["median_abs_error"] <= TARGETS["median_abs_error"])  # fmt: skip
-    return (f"{s['points_within_10pct']} of {s['points']} points ({s['within_10pct']:.0%}) "
-            f"predicted within 10% of their measured wall, median absolute error "
-            f"{s['median_abs_error']:.1%} (targets: {TARGETS['within_10pct']:.0%} within 10%, "
-            f"median at most {TARGETS['median_abs_error']:.0%}: "
-            f"{'met' if met else 'not met'})")  # fmt: skip
-
-
 def validation(site: str, results: str | Path, data: str | Path, worst: int = 5) -> None:
     """The measured replay and load points of this site against their prediction: the
     error's distribution, every point, the worst explained from their records, and the
     held-out caching points apart."""
     import html as _html
 
-    from instore.predict.validate import summary
+    from instore.predict.validate import summary, verdict
 
     try:
         profile = site_profile(Path(results), site)
