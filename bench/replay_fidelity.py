@@ -40,7 +40,8 @@ Results go to bench/fidelity_results.json with the machine they ran on. Needs ro
 finished `make study` (its traces, files and profiles). Usage:
   python bench/replay_fidelity.py [--sites lan-hdd wan] [--wan-rtt 50] [--runs 3] [--xcache]
                                  [--study-traces] [--traces agc-rdf-mt2 ...] [--profiles DIR]
-  python bench/replay_fidelity.py --model-only [--profiles DIR]
+                                 [--out FILE]
+  python bench/replay_fidelity.py --model-only [--profiles DIR] [--out FILE]
 """
 
 from __future__ import annotations
@@ -263,9 +264,9 @@ def measure_site(
             print(f"instore site down {site}: {down.stderr.strip()}", flush=True)
 
 
-def model_only(profiles: Path) -> None:
+def model_only(profiles: Path, out: Path) -> None:
     """The model's columns added to the kept rows whose trace still exists (no run)."""
-    kept = json.loads(OUT.read_text())
+    kept = json.loads(out.read_text())
     for r in kept["rows"]:
         if "error" in r:
             continue
@@ -276,8 +277,8 @@ def model_only(profiles: Path) -> None:
             r["model_error"] = f"its trace {trace} is gone (a temporary recording)"
             continue
         r |= model(r["site"], r["protocol"], trace, profiles)
-    OUT.write_text(json.dumps(kept, indent=1) + "\n")
-    print(f"written {OUT}")
+    out.write_text(json.dumps(kept, indent=1) + "\n")
+    print(f"written {out}")
 
 
 def main() -> None:
@@ -293,6 +294,9 @@ def main() -> None:
     ap.add_argument("--profiles", type=Path, default=REPO / "results",
                     help="a results directory with each site's profile.json (default: "
                     "results, as make study fits them)")  # fmt: skip
+    ap.add_argument("--out", type=Path, default=OUT,
+                    help="the results file (default: bench/fidelity_results.json, which the "
+                    "Results page reads)")  # fmt: skip
     ap.add_argument("--model-only", action="store_true",
                     help="add the model's predictions to the rows of the last run whose "
                     "traces still exist, measuring nothing")  # fmt: skip
@@ -301,7 +305,7 @@ def main() -> None:
                     "rows of the results file")  # fmt: skip
     args = ap.parse_args()
     if args.model_only:
-        model_only(args.profiles)
+        model_only(args.profiles, args.out)
         return
     study = yaml.safe_load((REPO / "config" / "study.yaml").read_text())["profiles"]["full"]
     analyses = ("agc-rdf", "agc-uproot", "agc-coffea")  # the load trace is uproot's again
@@ -316,7 +320,7 @@ def main() -> None:
         traces = {n: s for n, s in traces.items() if n in args.traces}
     if args.study_traces and set(traces) & set(MT_TRACES):
         raise SystemExit("make study records no multi-threaded trace: drop --study-traces")
-    kept = json.loads(OUT.read_text()) if args.traces and OUT.exists() else {"rows": []}
+    kept = json.loads(args.out.read_text()) if args.traces and args.out.exists() else {"rows": []}
     old = [{"measured_at": kept.get("measured_at"), **r} for r in kept["rows"]
            if r["trace"] not in traces]  # fmt: skip
     tree = "Events"
@@ -331,7 +335,7 @@ def main() -> None:
 
         def save(row: dict) -> None:
             rows.append(row)
-            OUT.write_text(json.dumps({
+            args.out.write_text(json.dumps({
                 "machine": {"host": platform.node(), "cpus": os.cpu_count(),
                             "kernel": platform.release()},
                 "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -343,7 +347,7 @@ def main() -> None:
         sites = [*args.sites, *(wan_at(rtt, Path(variants)) for rtt in args.wan_rtt)]
         for site in sites:
             measure_site(site, args, traces, dirs, tree, save)
-    print(f"written {OUT}")
+    print(f"written {args.out}")
 
 
 if __name__ == "__main__":

@@ -77,14 +77,26 @@ class Check:
                          f"({self.overshoot_s / meas:.0%} of its wall): its {self.clients} "
                          "client(s) waited for a CPU, which the model does not count")  # fmt: skip
         read, io = self.measured_read_s, self.predicted_io_s
-        if read is not None and io is not None and io > 0 and not 0.8 * io <= read <= 1.25 * io:
-            how = "slower" if read > io else "faster"
-            words.append(f"its reads took {read:.3g} s (latencies summed) against the "
-                         f"model's {io:.3g} s of I/O: the storage served it {how} than the "
-                         "profile says")  # fmt: skip
+        if read is not None and io is not None:
+            words.append(self._parts(read, io))
         if self.waits_on in PART_WORDS:
             words.append(f"the model has it waiting most on {PART_WORDS[self.waits_on]}")
         return "; ".join(words) + "."
+
+    def _parts(self, read: float, io: float) -> str:
+        """The difference split between the reads (the replay's latencies summed, over its
+        streams where it has several, against the model's I/O) and the time between them
+        (think time as replayed against as recorded)."""
+        d_read = io - read
+        d_other = (self.predicted_wall_s - io) - (self.measured_wall_s - read)
+        where = (f"mostly the reads: the storage served them {'faster' if d_read > 0 else 'slower'}"
+                 " than the profile says" if abs(d_read) >= abs(d_other) else
+                 "mostly between the reads: the replay's think time ran "
+                 f"{'shorter' if d_other > 0 else 'longer'} than recorded, outside the storage")  # fmt: skip
+        return (f"of the {self.predicted_wall_s - self.measured_wall_s:+.3g} s, the reads "
+                f"({read:.3g} s measured, latencies summed; {io:.3g} s of I/O in the model) "
+                f"account for {d_read:+.3g} s and the time between them for {d_other:+.3g} s: "
+                f"{where}")  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "error": self.error, "why": self.why()}

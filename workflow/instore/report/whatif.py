@@ -223,7 +223,7 @@ def _check_rows(checks: Sequence[Any]) -> pd.DataFrame:
                           "protocol": c.protocol + (f" ({c.xcache})" if c.xcache else ""),
                           "clients": c.clients,
                           "measured wall (s): median [range] (runs)": _measured_cell(c),
-                          "predicted wall (s)": c.predicted_wall_s, "error": c.error,
+                          "predicted wall (s)": c.predicted_wall_s, "error": f"{c.error:+.1%}",
                           "waits most on (model)": PART_WORDS.get(c.waits_on, "-")}
                          for c in sorted(checks, key=lambda c: -abs(c.error))])  # fmt: skip
 
@@ -248,8 +248,7 @@ def validation(site: str, results: str | Path, data: str | Path, worst: int = 5)
         s = summary(checks, worst)
         show._display('<a id="whatif-validation"></a>')  # show.table's keys are the sections'
         show.table(_check_rows(checks), f"Predicted against measured, the replay and load "
-                   f"points of {site} (never fitted on): {verdict(s)}. Worst first.",
-                   percent=("error",))  # fmt: skip
+                   f"points of {site} (never fitted on): {verdict(s)}. Worst first.")  # fmt: skip
         items = "".join(f"<li>{_html.escape(w['section'])} {_html.escape(w['trace'])} "
                         f"{_html.escape(w['protocol'])}, {w['clients']} client(s): "
                         f"{_html.escape(w['why'])}</li>" for w in s["worst"])  # fmt: skip
@@ -260,8 +259,7 @@ def validation(site: str, results: str | Path, data: str | Path, worst: int = 5)
     if held:
         h = summary(held)
         show.table(_check_rows(held), "Held out: the caching section's direct points at RTTs "
-                   f"and links the fit never saw, the profile retuned to each: {verdict(h)}",
-                   percent=("error",))  # fmt: skip
+                   f"and links the fit never saw, the profile retuned to each: {verdict(h)}")  # fmt: skip
 
 
 def _site_profiles(results: Path, sites: Sequence[str]) -> dict[str, Profile]:
