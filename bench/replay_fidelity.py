@@ -27,10 +27,21 @@ every row, so a run cut short keeps what it measured.
 changed, under the name ``wan-rtt<MS>``): a replay must follow the storage's latency, not only
 the one it was checked at.
 
+Beside the replay, the model (issue 39, ``instore predict``): each real job predicted from the
+trace and its site's profile (``--profiles``: a results directory with each site's
+``profile.json``, as `make study` fits them; the WAN site at another round trip is the WAN
+profile with that RTT; the trace's own lan-ssd profile, where there is one, gives the client
+CPU it was recorded with), kept in each row as ``model_wall_s`` and the rest of
+``instore.predict.validate.predict_job``'s keys, or ``model_error`` saying why not.
+``--model-only`` adds them to the rows of an earlier run whose traces still exist (its
+``--study-traces`` run's), measuring nothing.
+
 Results go to bench/fidelity_results.json with the machine they ran on. Needs root and a
-finished `make study` (its traces and files). Usage:
+finished `make study` (its traces, files and profiles). Usage:
   python bench/replay_fidelity.py [--sites lan-hdd wan] [--wan-rtt 50] [--runs 3] [--xcache]
-                                 [--study-traces] [--traces agc-rdf-mt2 ...]
+                                 [--study-traces] [--traces agc-rdf-mt2 ...] [--profiles DIR]
+                                 [--out FILE]
+  python bench/replay_fidelity.py --model-only [--profiles DIR] [--out FILE]
 """
 
 from __future__ import annotations
@@ -55,6 +66,9 @@ OUT = REPO / "bench" / "fidelity_results.json"
 # The multi-threaded analyses (not in the study's traces: item 1 of issue 32 adds threads to
 # the study): a study trace's analysis and file set, run with these arguments added.
 MT_TRACES = {"agc-rdf-mt2": ("agc-rdf", ["--threads", "2"])}
+# A site variant (``--wan-rtt``) -> the site whose profile it is, and what changed
+VARIANTS: dict[str, tuple[str, dict[str, float]]] = {}
+RECORDED_ON = "lan-ssd"  # where the traces are recorded first (record_trace)
 
 
 def instore(*args: str) -> subprocess.CompletedProcess[str]:
@@ -166,6 +180,23 @@ def measure(site: str, protocol: str, name: str, trace: Path, spec: dict, tree: 
     return row
 
 
+def model(site: str, protocol: str, trace: Path, profiles: Path) -> dict:
+    """The model's prediction of the real job from its trace and the site's profile, or why
+    there is none (``model_error``)."""
+    from instore.errors import InstoreError
+    from instore.predict.profile import profile_path, read_profile, site_profile
+    from instore.predict.validate import predict_job
+
+    name = site_label(site) if site not in VARIANTS else site
+    base, changes = VARIANTS.get(name, (name, {}))
+    try:
+        profile = site_profile(profiles, base).with_changes(**changes)
+        here = profile_path(profiles, RECORDED_ON)
+        return predict_job(trace, profile, protocol, read_profile(here) if here.is_file() else None)
+    except InstoreError as err:
+        return {"model_error": f"{err} ({err.fix})"}
+
+
 def wan_at(rtt_ms: float, directory: Path) -> str:
     """The WAN site's config at another round trip, written to ``directory``; its path."""
     cfg = yaml.safe_load((REPO / "config" / "sites" / "wan.yaml").read_text())
@@ -174,6 +205,7 @@ def wan_at(rtt_ms: float, directory: Path) -> str:
     cfg["disk"]["size_mb"] = 1024  # the two traces' files only
     path = directory / f"{cfg['name']}.yaml"
     path.write_text(yaml.safe_dump(cfg))
+    VARIANTS[cfg["name"]] = ("wan", {"rtt_ms": rtt_ms})
     return str(path)
 
 
@@ -214,7 +246,13 @@ def measure_site(
                 try:
                     if protocol == "xcache" and name == next(iter(traces)):
                         warm_cache(site, spec, Path(files[0]), tree)
-                    save(measure(site, protocol, name, dirs[name], spec, tree, args.runs))
+                    row = measure(site, protocol, name, dirs[name], spec, tree, args.runs)
+                    row |= model(site, protocol, dirs[name], args.profiles)
+                    said = (f"model {row['model_wall_s']:.2f} s ("
+                            f"{row['model_wall_s'] / row['real_median_s']:.3f} of real)"
+                            if "model_wall_s" in row else row["model_error"])  # fmt: skip
+                    print(f"  {said}", flush=True)
+                    save(row)
                 except RunFailed as err:  # kept, with why: a result, not a crash
                     print(err, flush=True)
                     save({"trace": name, "site": site_label(site), "protocol": protocol,
@@ -224,6 +262,23 @@ def measure_site(
         down = instore("site", "down", site)
         if down.returncode != 0:
             print(f"instore site down {site}: {down.stderr.strip()}", flush=True)
+
+
+def model_only(profiles: Path, out: Path) -> None:
+    """The model's columns added to the kept rows whose trace still exists (no run)."""
+    kept = json.loads(out.read_text())
+    for r in kept["rows"]:
+        if "error" in r:
+            continue
+        trace = Path(r.get("trace_dir") or "")
+        if r["site"].startswith("wan-rtt"):
+            VARIANTS[r["site"]] = ("wan", {"rtt_ms": float(r["site"].removeprefix("wan-rtt"))})
+        if not (trace / "trace.json").is_file():
+            r["model_error"] = f"its trace {trace} is gone (a temporary recording)"
+            continue
+        r |= model(r["site"], r["protocol"], trace, profiles)
+    out.write_text(json.dumps(kept, indent=1) + "\n")
+    print(f"written {out}")
 
 
 def main() -> None:
@@ -236,10 +291,22 @@ def main() -> None:
     ap.add_argument("--study-traces", action="store_true",
                     help="replay the traces make study recorded (data/files/traces/) instead of "
                     "recording them first")  # fmt: skip
+    ap.add_argument("--profiles", type=Path, default=REPO / "results",
+                    help="a results directory with each site's profile.json (default: "
+                    "results, as make study fits them)")  # fmt: skip
+    ap.add_argument("--out", type=Path, default=OUT,
+                    help="the results file (default: bench/fidelity_results.json, which the "
+                    "Results page reads)")  # fmt: skip
+    ap.add_argument("--model-only", action="store_true",
+                    help="add the model's predictions to the rows of the last run whose "
+                    "traces still exist, measuring nothing")  # fmt: skip
     ap.add_argument("--traces", nargs="+", default=None,
                     help="measure these traces only (default: all), keeping the other traces' "
                     "rows of the results file")  # fmt: skip
     args = ap.parse_args()
+    if args.model_only:
+        model_only(args.profiles, args.out)
+        return
     study = yaml.safe_load((REPO / "config" / "study.yaml").read_text())["profiles"]["full"]
     analyses = ("agc-rdf", "agc-uproot", "agc-coffea")  # the load trace is uproot's again
     traces = {n: s for n, s in study["traces"].items() if n in analyses}
@@ -253,7 +320,7 @@ def main() -> None:
         traces = {n: s for n, s in traces.items() if n in args.traces}
     if args.study_traces and set(traces) & set(MT_TRACES):
         raise SystemExit("make study records no multi-threaded trace: drop --study-traces")
-    kept = json.loads(OUT.read_text()) if args.traces and OUT.exists() else {"rows": []}
+    kept = json.loads(args.out.read_text()) if args.traces and args.out.exists() else {"rows": []}
     old = [{"measured_at": kept.get("measured_at"), **r} for r in kept["rows"]
            if r["trace"] not in traces]  # fmt: skip
     tree = "Events"
@@ -268,7 +335,7 @@ def main() -> None:
 
         def save(row: dict) -> None:
             rows.append(row)
-            OUT.write_text(json.dumps({
+            args.out.write_text(json.dumps({
                 "machine": {"host": platform.node(), "cpus": os.cpu_count(),
                             "kernel": platform.release()},
                 "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -280,7 +347,7 @@ def main() -> None:
         sites = [*args.sites, *(wan_at(rtt, Path(variants)) for rtt in args.wan_rtt)]
         for site in sites:
             measure_site(site, args, traces, dirs, tree, save)
-    print(f"written {OUT}")
+    print(f"written {args.out}")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
 """The study's reference run in the docs: small tables kept in the repository, a page from them.
 
-    python docs/gen/study.py --export RESULTS [--log SNAKEMAKE_LOG]  # keep a run's tables
-    python docs/gen/study.py [DOCS_DIR]                               # write study-results.md
+    python docs/gen/study.py --export RESULTS [--log LOG] [--traces DIR]  # keep a run's tables
+    python docs/gen/study.py [DOCS_DIR]                                  # study-results.md
 
 ``--export`` reads a finished ``make study``'s results (each site's ``summary.parquet``,
 ``recommendations.json``, the load sections' records and the machine-noise probes) and writes
 compact tables to ``docs/data/reference/``: one row per point with its figures' 95% intervals,
-one per load point, and the run's conditions. No job record is kept. The page is rendered from
-those tables only (nothing typed), so tests/unit/test_docs.py can fail when it is stale.
+one per load point, one per replay, load and held-out point predicted from its site's profile
+(``predict.csv``, for the Results page; ``--traces``: the run's traces) and the run's
+conditions. No job record is kept. The page is rendered from those tables only (nothing
+typed), so tests/unit/test_docs.py can fail when it is stale.
 """
 
 from __future__ import annotations
@@ -113,7 +115,16 @@ def _duration(log: Path | None) -> dict[str, Any]:
             "minutes": round((times.max() - times.min()).total_seconds() / 60, 1)}  # fmt: skip
 
 
-def export(results: Path, log: Path | None = None) -> None:
+def _predicttable(results: Path, traces: Path) -> pd.DataFrame:
+    """Every replay, load and held-out caching point of the run against its prediction from
+    its site's profile (``instore predict --validate``), with what its records say of it."""
+    from instore.predict.validate import COLUMNS, validate_results
+
+    checks, _ = validate_results(results, traces)
+    return pd.DataFrame([c.as_dict() for c in checks], columns=[*COLUMNS, "error", "why"])
+
+
+def export(results: Path, log: Path | None = None, traces: Path | None = None) -> None:
     """Keep a finished run's small tables and conditions in ``docs/data/reference/``."""
     sites = sorted(p.parent.name for p in results.glob("*/summary.parquet"))
     if not sites:
@@ -123,6 +134,8 @@ def export(results: Path, log: Path | None = None) -> None:
     _pointtable(pd.concat(summaries, ignore_index=True)).to_csv(DATA / "points.csv", index=False)
     loads = [_loadtable(results, s) for s in sites]
     pd.concat(loads, ignore_index=True).to_csv(DATA / "load.csv", index=False)
+    traces = traces or REPO / "data" / "files" / "traces"
+    _predicttable(results, traces).to_csv(DATA / "predict.csv", index=False)
     advice = {s: json.loads((results / s / "recommendations.json").read_text()) for s in sites}
     drift = {site: _drift(results, site) for site in sites}
     run = {"commit": _git("rev-parse", "--short", "HEAD"), "machine": platform.node(),
@@ -219,9 +232,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("docs", nargs="?", type=Path, default=REPO / "docs")
     parser.add_argument("--export", type=Path, help="a finished study's results directory")
     parser.add_argument("--log", type=Path, help="its Snakemake log, for the run's duration")
+    parser.add_argument("--traces", type=Path, default=REPO / "data" / "files" / "traces",
+                        help="its recorded traces, for the predicted points (default: "
+                        "data/files/traces)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.export:
-        export(args.export, args.log)
+        export(args.export, args.log, args.traces)
     if (DATA / "run.json").is_file():
         (args.docs / "study-results.md").write_text(page())
     return 0

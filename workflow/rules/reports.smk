@@ -51,6 +51,8 @@ use rule execute_notebook as execute_overview with:
         recommendations=f"{RESULTS}/{{site}}/recommendations.json",
         # its links must not dangle
         pages=lambda w: expand(f"{REPORTS}/{w.site}/{{s}}.html", s=SECTIONS_RUN) + baseline_page(w),
+        # its analyses-by-sites grid predicts every recorded trace on every site's profile
+        profiles=expand(f"{RESULTS}/{{site}}/profile.json", site=SITES),
     output:
         f"{REPORTS}/{{site}}/overview.ipynb",
     log:

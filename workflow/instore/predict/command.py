@@ -163,22 +163,16 @@ def _fit(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from instore.predict.validate import TraceFinder, check_held_out, check_site, summary
-    from instore.sweep.store import RecordStore
+    from instore.predict.validate import HELD_OUT, summary, validate_results
 
-    profiles = [p for p in _profiles(args.results) if args.site in (None, p.site)]
-    if not profiles:
+    if not [p for p in _profiles(args.results) if args.site in (None, p.site)]:
         raise InstoreError(f"instore predict --validate: no profile under {args.results}",
                            "fit them first: `instore predict --fit SITE`")  # fmt: skip
-    finder = TraceFinder(args.traces)
-    checks, skipped = [], []
-    for profile in profiles:
-        records = RecordStore(args.results, profile.site).records()
-        got, why = check_site(profile, records, finder)
-        checks += got + check_held_out(profile, records)
-        skipped += [f"{profile.site}: {w}" for w in why]
+    checks, skipped = validate_results(args.results, args.traces, args.site)
+    parts = {"replay and load": [c for c in checks if c.section != HELD_OUT],
+             "held out": [c for c in checks if c.section == HELD_OUT]}  # fmt: skip
     result = {"summary": summary(checks), "checks": [c.as_dict() for c in checks],
-              "skipped": skipped}  # fmt: skip
+              "summaries": {k: summary(v) for k, v in parts.items()}, "skipped": skipped}  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
@@ -186,10 +180,11 @@ def _validate(args: argparse.Namespace) -> int:
         cache = f" ({c.xcache})" if c.xcache else ""
         print(f"{c.site} {c.section} {c.trace} {c.protocol}{cache} x{c.clients}: measured "
               f"{c.measured_wall_s:.3f} s, predicted {c.predicted_wall_s:.3f} s ({c.error:+.1%})")  # fmt: skip
-    s = result["summary"]
-    if s["points"]:
-        print(f"{s['points']} points: {s['within_10pct']:.0%} within 10%, median |error| "
-              f"{s['median_abs_error']:.1%}, 90th percentile {s['p90_abs_error']:.1%}")  # fmt: skip
+    for name, s in result["summaries"].items():
+        if s["points"]:
+            print(f"{name}: {s['points']} points, {s['points_within_10pct']} "
+                  f"({s['within_10pct']:.0%}) within 10%, median |error| "
+                  f"{s['median_abs_error']:.1%}, 90th percentile {s['p90_abs_error']:.1%}")  # fmt: skip
     for line in skipped:
         print(f"skipped: {line}", file=sys.stderr)
     return 0

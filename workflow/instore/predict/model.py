@@ -65,6 +65,9 @@ MB = 1e6
 LOCAL = (POSIX,)
 XCACHE_STATES = ("cold", "warm")
 PARTS = ("think", "round_trips", "server", "disk", "disk_queue", "transfer")
+# each part in words, for the pages' sentences ("waits most on the disk's queue")
+PART_WORDS = {"round_trips": "round trips", "transfer": "the link", "disk": "the disk",
+              "disk_queue": "the disk's queue", "server": "the server", "think": "its own CPU"}  # fmt: skip
 
 
 @dataclass(frozen=True)

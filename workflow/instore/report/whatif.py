@@ -19,7 +19,7 @@ import pandas as pd
 from instore.access import XROOTD
 from instore.errors import InstoreError
 from instore.predict.compiled import Compiled, compile_trace
-from instore.predict.model import Prediction, Scenario, predict
+from instore.predict.model import PART_WORDS, Prediction, Scenario, predict
 from instore.predict.profile import Profile, site_profile
 from instore.replay.trace import load_trace
 from instore.report import show
@@ -32,8 +32,6 @@ AXES: dict[str, tuple[str, tuple[float, ...]]] = {
     "iops": ("disk IOPS", (50, 100, 150, 300, 1000, 3000, 10000, 100000)),
     "clients": ("clients at once", (1, 2, 4, 8, 16, 32, 64)),
 }
-PART_WORDS = {"round_trips": "round trips", "transfer": "the link", "disk": "the disk",
-              "disk_queue": "the disk's queue", "server": "the server", "think": "its own CPU"}  # fmt: skip
 
 
 def _figure(fig: Any, anchor_id: str, caption: str) -> None:
@@ -202,43 +200,129 @@ def advice(site: str, results: str | Path, data: str | Path, protocol: str = XRO
     return frame
 
 
-def validation(site: str, results: str | Path, data: str | Path) -> None:
-    """The measured replay and load points of this site against their prediction."""
-    from instore.predict.validate import TraceFinder, check_held_out, check_site, summary
+def _checks(profile: Profile, results: Path, data: Path) -> tuple[list[Any], list[Any], list[str]]:
+    """The site's replay and load points against their prediction, its held-out caching
+    points, and the points that could not be predicted (why)."""
+    from instore.predict.validate import TraceFinder, check_held_out, check_site
+
+    records = _records(results, profile.site)
+    checks, skipped = check_site(profile, records, TraceFinder(Path(data) / "traces"))
+    return checks, check_held_out(profile, records), skipped
+
+
+def _measured_cell(c: Any) -> str:
+    """A point's measured wall: its median and, over several runs, their range and count."""
+    if c.walls > 1 and c.measured_lo_s is not None and c.measured_hi_s is not None:
+        return (f"{c.measured_wall_s:.3g} [{c.measured_lo_s:.3g}, {c.measured_hi_s:.3g}] "
+                f"({c.walls})")  # fmt: skip
+    return f"{c.measured_wall_s:.3g} (1)"
+
+
+def _check_rows(checks: Sequence[Any]) -> pd.DataFrame:
+    return pd.DataFrame([{"section": c.section, "trace": c.trace,
+                          "protocol": c.protocol + (f" ({c.xcache})" if c.xcache else ""),
+                          "clients": c.clients,
+                          "measured wall (s): median [range] (runs)": _measured_cell(c),
+                          "predicted wall (s)": c.predicted_wall_s, "error": f"{c.error:+.1%}",
+                          "waits most on (model)": PART_WORDS.get(c.waits_on, "-")}
+                         for c in sorted(checks, key=lambda c: -abs(c.error))])  # fmt: skip
+
+
+def validation(site: str, results: str | Path, data: str | Path, worst: int = 5) -> None:
+    """The measured replay and load points of this site against their prediction: the
+    error's distribution, every point, the worst explained from their records, and the
+    held-out caching points apart."""
+    import html as _html
+
+    from instore.predict.validate import summary, verdict
 
     try:
         profile = site_profile(Path(results), site)
     except InstoreError:
         return
-    records = _records(Path(results), site)
-    checks, _ = check_site(profile, records, TraceFinder(Path(data) / "traces"))
-    checks += check_held_out(profile, records)
+    checks, held, skipped = _checks(profile, Path(results), Path(data))
     if not checks:
-        show.note("No replay or load point measured here to check the prediction against.")
-        return
-    s = summary(checks)
-    frame = pd.DataFrame([{"section": c.section, "trace": c.trace, "protocol": c.protocol
-                           + (f" ({c.xcache})" if c.xcache else ""), "clients": c.clients,
-                           "measured wall (s)": c.measured_wall_s,
-                           "predicted wall (s)": c.predicted_wall_s, "error": c.error}
-                          for c in checks])  # fmt: skip
-    show.table(frame, f"Predicted against measured: {s['within_10pct']:.0%} of {s['points']} "
-               f"points within 10%, median absolute error {s['median_abs_error']:.1%}",
-               percent=("error",))  # fmt: skip
+        show.note("No replay or load point measured here could be predicted to check the "
+                  "model against" + (f" ({'; '.join(skipped)})" if skipped else "") + ".")  # fmt: skip
+    else:
+        s = summary(checks, worst)
+        show._display('<a id="whatif-validation"></a>')  # show.table's keys are the sections'
+        show.table(_check_rows(checks), f"Predicted against measured, the replay and load "
+                   f"points of {site} (never fitted on): {verdict(s)}. Worst first.")  # fmt: skip
+        items = "".join(f"<li>{_html.escape(w['section'])} {_html.escape(w['trace'])} "
+                        f"{_html.escape(w['protocol'])}, {w['clients']} client(s): "
+                        f"{_html.escape(w['why'])}</li>" for w in s["worst"])  # fmt: skip
+        show._display(f"<p><b>The {len(s['worst'])} worst predicted, and what their records "
+                      f"say</b></p><ol class=\"instore-worst\">{items}</ol>")  # fmt: skip
+        if skipped:
+            show.note(f"Not predicted: {'; '.join(skipped)}.")
+    if held:
+        h = summary(held)
+        show.table(_check_rows(held), "Held out: the caching section's direct points at RTTs "
+                   f"and links the fit never saw, the profile retuned to each: {verdict(h)}")  # fmt: skip
+
+
+def _site_profiles(results: Path, sites: Sequence[str]) -> dict[str, Profile]:
+    """The profiles of ``sites`` that have one (none given: every site under results)."""
+    from instore.predict.profile import FILE_NAME
+
+    names = list(sites) or sorted(p.parent.name for p in Path(results).glob(f"*/{FILE_NAME}"))
+    out = {}
+    for name in names:
+        try:
+            out[name] = site_profile(Path(results), name)
+        except InstoreError:
+            continue
+    return out
 
 
 def sites_grid(results: str | Path, data: str | Path, sites: Sequence[str]) -> pd.DataFrame:
     """Analyses by sites: each recorded analysis's predicted CPU efficiency per core on each
     site with a profile (its default protocol)."""
     found = traces(Path(data))
+    profiles = _site_profiles(Path(results), sites)
     rows = []
     for name, c in found.items():
         row: dict[str, Any] = {"analysis": name}
-        for site in sites:
-            try:
-                profile = site_profile(Path(results), site)
-            except InstoreError:
-                continue
+        for site, profile in profiles.items():
             row[site] = predict(c, profile).cpu_efficiency_per_core
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["analysis", *profiles])
+
+
+def _trust(profile: Profile, results: Path, data: Path) -> str:
+    """How far a site's column is trusted: its fit, and its measured points predicted."""
+    from instore.predict.validate import summary
+
+    q = profile.fit_quality or {}
+    fitted = (f"fitted on {q['points']} payload points (median error {q['median_abs_error']:.1%})"
+              if q.get("median_abs_error") is not None else f"{profile.kind}, not fitted on "
+              "payload points")  # fmt: skip
+    checks, _, _ = _checks(profile, results, data)
+    if not checks:
+        return f"{profile.site}: {fitted}; no replay or load point measured there to check it"
+    s = summary(checks)
+    return (f"{profile.site}: {fitted}; {s['points_within_10pct']} of {s['points']} of its replay "
+            f"and load points predicted within 10% (median error {s['median_abs_error']:.1%})")  # fmt: skip
+
+
+def grid(site: str, results: str | Path, data: str | Path, sites: Sequence[str] = ()) -> None:
+    """The overview's grid: every recorded analysis's predicted CPU efficiency per core on
+    every site with a profile (this one marked), with how far each column is trusted."""
+    frame = sites_grid(results, data, sites)
+    if frame.empty or len(frame.columns) < 2:
+        what = "no recorded trace" if frame.empty else "no site has a profile"
+        show.note(f"No analyses-by-sites prediction: {what} under {results} and {data}.")
+        return
+    profiles = _site_profiles(Path(results), list(frame.columns[1:]))
+    names = {s: f"{s} ({profiles[s].protocol(None)[0]})" + (" (this site)" if s == site else "")
+             for s in profiles}  # fmt: skip
+    frame = frame.rename(columns=names)
+    show._display('<a id="whatif-grid"></a>')
+    show.table(frame, "Analyses by sites: each recorded analysis's CPU efficiency per core "
+               "predicted from the profile of every site under the results (no site up; "
+               "`instore predict --all`), over the site's default protocol. "
+               "The What-if page has this site's curves and its measured points.",
+               percent=tuple(names.values()))  # fmt: skip
+    show.note("How far each column is trusted: " + "; ".join(
+        _trust(p, Path(results), Path(data)) for p in profiles.values()) + ".")  # fmt: skip
