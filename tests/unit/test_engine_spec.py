@@ -4,6 +4,7 @@ checks an engine's name."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import importlib
 from pathlib import Path
@@ -20,7 +21,8 @@ from instore.sweep.engines import REGISTRY
 PACKAGE = Path(instore.__file__).parent
 # Literal engine-name checks still outside the spec, by function: the summary's and the
 # comparison's preference for the root engine's points, and the replay's rows in job terms
-# (summary/ and report/ are being split into section modules; left for after that).
+# (summary/ and report/ are being split into section modules; left for after that). The list
+# may only shrink.
 LEFT: dict[str, int] = {
     "protocols": 2, "_root_first": 2, "same_work": 1, "format_table": 1, "_replay_as_job": 1,
 }  # fmt: skip
@@ -73,9 +75,10 @@ def test_the_lists_kept_apart_before_are_derived_from_the_specs() -> None:
     assert engines.forked_by("uproot") == (SPECS["uproot"], SPECS["replay"])
 
 
-def _subparsers(parser: object) -> dict[str, object]:
-    actions = [a for a in parser._actions if a.choices and isinstance(a.choices, dict)]  # type: ignore[attr-defined]
-    return dict(actions[0].choices) if actions else {}
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The instore command's subcommands' parsers, by name."""
+    (action,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
 
 
 def test_thread_modes_come_from_the_spec() -> None:
@@ -130,7 +133,8 @@ def test_no_module_but_the_spec_checks_an_engines_name() -> None:
         if path.name != "engines.py" or path.parent != PACKAGE:
             for function, n in _engine_checks(path).items():
                 found[function] = found.get(function, 0) + n
-    assert found == LEFT
+    new = {function: n for function, n in found.items() if n > LEFT.get(function, 0)}
+    assert new == {}, "look the engine up in instore.engines (its spec) instead"
 
 
 def test_the_check_finds_a_literal_engine_name(tmp_path: Path) -> None:
