@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 from instore import vocabulary
+from instore.engines import SPECS
 from instore.payload import engine_rntuple
 from instore.replay.targets import IN_PLACE
 from instore.site.config import SiteConfig
 from instore.study import Point, load_study
-from instore.sweep import engines, plan
+from instore.sweep import plan
 from instore.sweep.engines import REGISTRY, engine_of
 from instore.sweep.jobs import payload_engine
 
@@ -37,7 +38,7 @@ def test_each_point_forks_from_its_engines_payload() -> None:
     assert payload_engine(Point("x", engine="uproot")) == "uproot"
     replayed = Point("replay", engine="replay", trace="agc")
     assert engine_of(replayed) is REGISTRY["replay"]
-    assert payload_engine(replayed) == engines.REPLAY_PAYLOAD == "uproot"  # no ROOT in it
+    assert payload_engine(replayed) == SPECS["replay"].payload == "uproot"  # no ROOT in it
 
 
 def _site(auth: str) -> SiteConfig:

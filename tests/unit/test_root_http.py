@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from instore import rootenv
-from instore.record import UPROOT_HTTP_CLIENT, http_client
+from instore.engines import PYTHON_HTTP_CLIENT
+from instore.record import http_client
 
 
 def test_non_http_reads_have_no_http_client() -> None:
@@ -13,7 +14,7 @@ def test_non_http_reads_have_no_http_client() -> None:
 
 
 def test_uproot_names_its_own_source() -> None:
-    assert http_client("https://host/x.root", "uproot") == UPROOT_HTTP_CLIENT
+    assert http_client("https://host/x.root", "uproot") == PYTHON_HTTP_CLIENT
 
 
 @pytest.mark.parametrize("forced", ["twebfile", ""])

@@ -31,9 +31,11 @@ def test_the_code_registries_are_the_vocabulary() -> None:
     assert Runtime.PODMAN == "podman" and Runtime.NONE.value == "none"
     assert ("auto", *vocabulary.RUNTIMES) == SETTINGS
     assert SECTIONS == vocabulary.SECTIONS
+    from instore.engines import FILE_MODULES, SPECS
     from instore.payload.runner import ENGINES as PAYLOAD
 
-    assert tuple(PAYLOAD) == vocabulary.PAYLOAD_ENGINES == ("root", "uproot")
+    assert tuple(SPECS) == vocabulary.ENGINES
+    assert tuple(PAYLOAD) == tuple(FILE_MODULES) == ("root", "uproot")
 
 
 def test_writing_the_schemas_changes_nothing_when_they_agree() -> None:

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from instore.engines import PYTHON_HTTP_CLIENT, ROOT_CLIENT, SPECS
 from instore.urls import is_http
 
 RECORD_VERSION = 1
@@ -137,19 +138,18 @@ class Measurement:
     cpu_efficiency_note: str | None = None
 
 
-UPROOT_HTTP_CLIENT = "urllib3 multi-range GET (instore's uproot source), X.509 proxy and token"
-
-
 def http_client(url: str, engine: str | None) -> str:
     """Which HTTP client read ``url`` ("n/a" when it is not http): the engines use different
-    ones, and a site's grid ROOT uses Davix, so the record says which one was measured."""
+    ones (their specs say which), and a site's grid ROOT uses Davix, so the record says which
+    one was measured."""
     if not is_http(url):
         return "n/a"
-    if engine == "root":
+    spec = SPECS.get(engine or "")
+    if spec is not None and spec.http == ROOT_CLIENT:
         from instore.rootenv import http_client as root_http_client
 
         return root_http_client()
-    return UPROOT_HTTP_CLIENT
+    return PYTHON_HTTP_CLIENT
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The study's vocabularies, each listed once: file layouts, access protocols, engines, auth
 kinds, container runtimes and study sections. Code takes them from here (``generate.layouts``,
-``site.config``, ``sweep.engines``, ``credentials``, ``container.runtime``, ``study``) and the
+``site.config``, ``engines``, ``credentials``, ``container.runtime``, ``study``) and the
 JSON schemas under ``workflow/schemas`` are generated from them: ``python -m
 instore.vocabulary`` writes every enum (and the study's section keys) in place, and
 tests/unit/test_vocabulary.py pins that the schemas and the code registries agree.
@@ -26,9 +26,7 @@ LAYOUTS: tuple[str, ...] = TTREE_LAYOUTS + RNTUPLE_LAYOUTS
 FORMATS: tuple[str, ...] = ("ttree", "rntuple")  # what a job reads (records' ``format``)
 TTREE, RNTUPLE = FORMATS
 PROTOCOLS: tuple[str, ...] = ("posix", "stage-in", "xrootd", "http", "fuse", "xcache")
-ENGINES: tuple[str, ...] = ("root", "uproot", "replay")  # sweep.engines says what each reads
-PAYLOAD_ENGINES: tuple[str, ...] = ENGINES[:2]  # the ones a payload reads files with
-REPLAY_ENGINE = ENGINES[2]  # a point that replays a recorded trace reads with it
+ENGINES: tuple[str, ...] = ("root", "uproot", "replay")  # instore.engines: a spec for each
 AUTH_KINDS: tuple[str, ...] = ("x509", "token", "none")
 # What a site lets the study change or use (a section's `needs:`; instore.site.config says
 # which site can what): its link's RTT and bandwidth, its disk's block readahead, I/O scheduler

@@ -1,8 +1,9 @@
-"""What every engine implements, the same way: ``prepare`` before the clock, ``run`` to read.
+"""What every engine that reads files implements, the same way: ``prepare`` and ``set_threads``
+before the clock, ``run`` to read.
 
-An engine is a module of this package (``engine_root``, ``engine_uproot``) with these two
-functions; ``instore.payload.runner.ENGINES`` names them, and callers never ask which one they
-hold. An engine takes from the client options what it has a knob for and leaves the rest.
+An engine is a module of this package (``engine_root``, ``engine_uproot``) with these three
+functions; its spec (``instore.engines``) names it, ``instore.payload.runner.ENGINES`` imports
+it, and callers never ask which one they hold. An engine takes from the client options what it has a knob for and leaves the rest.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ class Engine(Protocol):
     def prepare(self, fmt: str | None) -> None:
         """Load libraries, compile and run the read path once on a tiny file: start-up is not
         I/O. ``fmt`` is the format about to be read (None: not known)."""
+
+    def set_threads(self, threads: int, mode: str | None) -> None:
+        """Set the process up for a job of ``threads`` threads in ``mode`` (one of the spec's
+        thread modes), before the clock; raise InstoreError when it cannot."""
 
     def run(
         self, url: str, obj: DataObject, pattern: Pattern, client: ClientOptions

@@ -87,6 +87,10 @@ def prepare(fmt: str | None) -> None:
     warm_up()
 
 
+def set_threads(threads: int, mode: str | None) -> None:
+    """Nothing before the clock: a read makes its own executors of ``threads`` threads."""
+
+
 def run(url: str, obj: DataObject, pattern: Pattern, client: ClientOptions) -> EngineResult:
     knobs = client.uproot
     coalesce = CoalesceConfig(

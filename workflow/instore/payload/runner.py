@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import time
@@ -10,20 +11,24 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from instore.engines import FILE_MODULES, ROOT_CLIENT, SPECS, resolve_mode
 from instore.errors import InstoreError
-from instore.payload import engine_root, engine_uproot, objects
-from instore.payload.engine import ClientOptions, Engine
+from instore.payload import objects
+from instore.payload.engine import ClientOptions, Engine, UprootKnobs
 from instore.payload.objects import DataObject
 from instore.payload.pattern import Pattern
 from instore.payload.procstats import ProcSnapshot, drop_page_cache, join_cgroup
 from instore.payload.result import EngineResult
-from instore.payload.threads import cpu_efficiency, over_cores, resolve_mode, too_many_threads
+from instore.payload.threads import cpu_efficiency, over_cores, too_many_threads
 from instore.record import JobResult, Measurement, Provenance, size_histogram, utc_now
 from instore.storage import COPY_TOOLS, fetch
 from instore.storage.diagnosis import explain
 from instore.urls import is_local, local_path
 
-ENGINES: dict[str, Engine] = {"root": engine_root, "uproot": engine_uproot}
+# The module of each engine that reads files, as its spec names it (imported here, as a job's)
+ENGINES: dict[str, Engine] = {
+    name: importlib.import_module(module) for name, module in FILE_MODULES.items()
+}
 STAGE_IN_TOOLS = tuple(COPY_TOOLS)
 CGROUP_ENV = "INSTORE_BLKIO_CGROUP"
 
@@ -36,7 +41,7 @@ class ReadOptions:
     pattern: Pattern = field(default_factory=Pattern)
     cache_bytes: int | None = None  # TTreeCache; None keeps ROOT's default, 0 turns it off
     readahead_bytes: int | None = None  # TFile::SetReadaheadSize; None keeps ROOT's default
-    uproot: engine_uproot.UprootKnobs = field(default_factory=engine_uproot.UprootKnobs)
+    uproot: UprootKnobs = field(default_factory=UprootKnobs)
     cold: bool = True
     stage_in: str | None = None
     scratch: Path | None = None
@@ -106,7 +111,8 @@ def _engine(opts: ReadOptions, url: str, obj: DataObject) -> EngineResult:
 def choose_object(opts: ReadOptions) -> tuple[DataObject | None, Exception | None]:
     """The TTree or RNTuple the job reads, chosen before the clock starts (or why not)."""
     try:
-        return objects.choose(opts.url, opts.tree, opts.uproot.timeout, opts.engine == "root"), None
+        via_root = SPECS[opts.engine].xrootd == ROOT_CLIENT  # one XRootD client per process
+        return objects.choose(opts.url, opts.tree, opts.uproot.timeout, via_root), None
     except Exception as err:  # recorded as the job's error, as a failed read is
         return None, err
 
@@ -119,10 +125,10 @@ def prepare(engine: str, fmt: str | None = None) -> None:
 def set_threads(opts: ReadOptions) -> InstoreError | None:
     """Set the job's threads up before the clock (the root engine's thread safety and implicit
     multi-threading); what went wrong, to be recorded as the job's error."""
-    if opts.engine != "root" or opts.threads <= 1:
+    if opts.threads <= 1:
         return None
     try:
-        engine_root.set_threads(opts.threads, opts.mt_mode)
+        ENGINES[opts.engine].set_threads(opts.threads, opts.mt_mode)
     except InstoreError as err:
         return err
     return None

@@ -14,18 +14,8 @@ from __future__ import annotations
 import itertools
 import os
 
-from instore.errors import InstoreError
-from instore.vocabulary import PAYLOAD_ENGINES
-
+# The modes (each engine's spec, instore.engines, says which are its own)
 CLUSTER, IMPLICIT, EXECUTORS = "cluster", "implicit", "executors"
-ROOT_MODES = (CLUSTER, IMPLICIT)
-MT_MODES = (CLUSTER, IMPLICIT, EXECUTORS)
-_ENGINE_MODES = dict(zip(PAYLOAD_ENGINES, (ROOT_MODES, (EXECUTORS,)), strict=True))
-
-
-def modes_of(engine: str) -> tuple[str, ...]:
-    """The threading modes of an engine that reads files, its default first (none: replay)."""
-    return _ENGINE_MODES.get(engine, ())
 
 
 def worker_cores() -> int:
@@ -42,27 +32,6 @@ def too_many_threads(threads: int, cores: int | None = None) -> str | None:
     if threads > cores:
         return f"{threads} threads per job, the worker has {cores} core(s)"
     return None
-
-
-def resolve_mode(engine: str, threads: int, mode: str | None) -> str | None:
-    """The mode a job runs in: None for one thread, the engine's default when none is given;
-    one line naming the fix when the engine has no such mode."""
-    if threads < 1:
-        raise InstoreError(f"--threads {threads} is below 1", "give --threads 1 or more")
-    if threads == 1:
-        return None
-    modes = _ENGINE_MODES.get(engine, ())
-    if not modes:
-        raise InstoreError(
-            f"the {engine} engine runs one thread", "leave --threads out (or give --threads 1)"
-        )
-    if mode is None:
-        return modes[0]
-    if mode not in modes:
-        raise InstoreError(
-            f"the {engine} engine has no --mt-mode {mode}", f"choose {' or '.join(modes)}"
-        )
-    return mode
 
 
 def split_clusters(

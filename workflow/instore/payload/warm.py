@@ -36,6 +36,7 @@ import argparse
 import contextlib
 import ctypes
 import gc
+import importlib
 import json
 import os
 import selectors
@@ -50,8 +51,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from instore.engines import PAYLOADS, READ_COMMAND, REPLAY_COMMAND, forked_by
 from instore.payload.pages import Pages, make_private, resident_pages
-from instore.vocabulary import FORMATS, PAYLOAD_ENGINES
+from instore.vocabulary import FORMATS
 
 PR_SET_PDEATHSIG = 1
 PRIVATE_COMMANDS = ("read",)  # the measured jobs whose pages are made private before the clock
@@ -60,6 +62,12 @@ PRIVATE_COMMANDS = ("read",)  # the measured jobs whose pages are made private b
 SHARED_PAGES_ENV = "INSTORE_FORK_SHARED_PAGES"
 OUTPUT_TAIL = 200_000  # bytes of a job's stdout and stderr sent back (the record is the last line)
 Entry = Callable[[list[str]], int]  # the command line's main: argv without the program name
+# The modules a job of each command runs (instore.cli.COMMANDS, which loads this module, has
+# them all), imported before forking rather than on a job's clock.
+JOB_MODULES: dict[str, tuple[str, ...]] = {
+    READ_COMMAND: ("instore.payload.command",),
+    REPLAY_COMMAND: ("instore.replay.closed_loop", "instore.replay.command"),
+}
 
 
 @dataclass
@@ -79,7 +87,9 @@ class Running:
 def warm_up(engine: str, formats: Sequence[str] = FORMATS) -> dict[str, Any]:
     """Everything a job of ``engine`` reading ``formats`` would do before its clock starts,
     done once: imports, and for ROOT, cling declaring, compiling and running the TTree loop and,
-    when RNTuples are read, the RNTuple one (2 s here: not paid by a sweep of TTrees)."""
+    when RNTuples are read, the RNTuple one (2 s here: not paid by a sweep of TTrees). Then the
+    imports of every other engine whose jobs this payload forks (its spec's ``payload``: the
+    replay's, in uproot's, never beside ROOT)."""
     started = time.perf_counter()
     from instore.payload import command  # noqa: F401  (the CLI a job runs)
     from instore.payload.objects import RNTUPLE, TTREE
@@ -90,11 +100,9 @@ def warm_up(engine: str, formats: Sequence[str] = FORMATS) -> dict[str, Any]:
     import uproot.source.coalesce
     import uproot.source.futures  # noqa: F401
 
-    if engine == "uproot":  # it also forks the replays of a sweep (never beside ROOT)
-        from XRootD import client  # noqa: F401
-
-        import instore.replay.closed_loop
-        import instore.replay.command  # noqa: F401
+    for spec in forked_by(engine):
+        for module in (*spec.warm_imports, *JOB_MODULES[spec.command]):
+            importlib.import_module(module)
 
     Provenance.collect()  # its cached parts (ROOT's release) are ready for every child
     return {"warm_s": time.perf_counter() - started, "formats": list(formats)}
@@ -353,7 +361,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--engine",
-        choices=PAYLOAD_ENGINES,
+        choices=PAYLOADS,
         default="root",
         help="the engine whose jobs it runs (default root); uproot's never loads ROOT",
     )

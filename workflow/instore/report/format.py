@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from instore.engines import has_client_cache
 from instore.report import show
 from instore.report.plots import LIMIT_STYLE, interval_bars, panels
 from instore.report.sections import page_of, statistics_table
@@ -26,7 +27,7 @@ HOW = "setup"  # the hue: format and cache state, e.g. "RNTuple, cache on"
 
 def cache_state(cache_mb: Any, engine: str) -> str:
     """``cache off`` / ``cache on`` as the reader saw it (uproot has no client cache)."""
-    if engine == "uproot":
+    if not has_client_cache(engine):
         return "no client cache"
     return "cache off" if cache_mb == 0 else "cache on"
 
@@ -48,10 +49,10 @@ def _order(frame: pd.DataFrame) -> list[str]:
 
 
 def _root_points(view: SiteView) -> tuple[pd.DataFrame, list[str]]:
-    """The root engine's points (both caches are measured there; all points if it has none)
-    and their setups' order."""
+    """The points of the engines with a client cache (root: both caches are measured there;
+    all points if there are none) and their setups' order."""
     pts = labelled(view.points(SECTION))
-    root = pts[pts["engine"] == "root"]
+    root = pts[pts["engine"].map(has_client_cache)]
     pts = root if len(root) else pts
     return pts, _order(pts)
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from instore.access import POSIX, XCACHE
-from instore.payload.threads import modes_of
+from instore.engines import REPLAY_ENGINE, modes_of
 from instore.study.config import Study
-from instore.vocabulary import CAPABILITIES, REPLAY_ENGINE
+from instore.vocabulary import CAPABILITIES
 
 # Axis name in study.yaml -> Point field, for the axes whose names differ.
 _AXIS_FIELD = {"entries": "entry_fraction"}
