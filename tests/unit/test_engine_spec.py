@@ -1,6 +1,6 @@
-"""One spec per engine (instore.engines), and everything else derives from it: adding an engine
-touches its spec, its module and the vocabulary, and no other module keeps a list of engines or
-checks an engine's name."""
+"""One spec per engine (instore.payload.specs), and everything else derives from it: adding an
+engine touches its spec, its module and the vocabulary, and no other module keeps a list of
+engines or checks an engine's name."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from pathlib import Path
 
 import instore
 import pytest
-from instore import engines, vocabulary
+from instore import vocabulary
 from instore.cli import build_parser
-from instore.engines import FILE_MODULES, MT_MODES, PAYLOADS, REPLAY_ENGINE, SPECS
 from instore.errors import InstoreError
 from instore.payload import runner
+from instore.payload import specs as engines
+from instore.payload.specs import FILE_MODULES, MT_MODES, PAYLOADS, REPLAY_ENGINE, SPECS
 from instore.sweep.engines import REGISTRY
 
 PACKAGE = Path(instore.__file__).parent
@@ -69,9 +70,11 @@ def test_the_lists_kept_apart_before_are_derived_from_the_specs() -> None:
     assert MT_MODES == ("cluster", "implicit", "executors")
     assert {n: e.spec for n, e in REGISTRY.items()} == SPECS
     assert not hasattr(vocabulary, "PAYLOAD_ENGINES") and not hasattr(vocabulary, "REPLAY_ENGINE")
-    from instore.payload.warm import JOB_MODULES
+    from instore.cli import COMMANDS, JOB_MODULES
 
+    # every command an engine's jobs run has the modules its warm payload imports before forking
     assert set(JOB_MODULES) == {s.command for s in SPECS.values()}
+    assert all(COMMANDS[command] in modules for command, modules in JOB_MODULES.items())
     assert engines.forked_by("uproot") == (SPECS["uproot"], SPECS["replay"])
 
 
@@ -134,7 +137,7 @@ def test_no_module_but_the_spec_checks_an_engines_name() -> None:
             for function, n in _engine_checks(path).items():
                 found[function] = found.get(function, 0) + n
     new = {function: n for function, n in found.items() if n > LEFT.get(function, 0)}
-    assert new == {}, "look the engine up in instore.engines (its spec) instead"
+    assert new == {}, "look the engine up in instore.payload.specs (its spec) instead"
 
 
 def test_the_check_finds_a_literal_engine_name(tmp_path: Path) -> None:

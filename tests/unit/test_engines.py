@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from instore import vocabulary
-from instore.engines import SPECS
 from instore.payload import engine_rntuple
+from instore.payload.specs import SPECS
 from instore.replay.targets import IN_PLACE
 from instore.site.config import SiteConfig
 from instore.study import Point, load_study

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 from instore import rootenv
-from instore.engines import PYTHON_HTTP_CLIENT
-from instore.record import http_client
+from instore.payload.specs import PYTHON_HTTP_CLIENT, http_client
 
 
 def test_non_http_reads_have_no_http_client() -> None:

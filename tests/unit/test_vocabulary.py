@@ -31,8 +31,8 @@ def test_the_code_registries_are_the_vocabulary() -> None:
     assert Runtime.PODMAN == "podman" and Runtime.NONE.value == "none"
     assert ("auto", *vocabulary.RUNTIMES) == SETTINGS
     assert SECTIONS == vocabulary.SECTIONS
-    from instore.engines import FILE_MODULES, SPECS
     from instore.payload.runner import ENGINES as PAYLOAD
+    from instore.payload.specs import FILE_MODULES, SPECS
 
     assert tuple(SPECS) == vocabulary.ENGINES
     assert tuple(PAYLOAD) == tuple(FILE_MODULES) == ("root", "uproot")

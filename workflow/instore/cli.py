@@ -32,6 +32,12 @@ COMMANDS: dict[str, str] = {
     "predict": "instore.predict.command",
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
+# What a job of each command a warm payload forks runs (its command module and what that loads
+# lazily), which the payload imports before forking rather than on a job's clock.
+JOB_MODULES: dict[str, tuple[str, ...]] = {
+    "read": (COMMANDS["read"],),
+    "replay": ("instore.replay.closed_loop", COMMANDS["replay"]),
+}
 # docs/gen/reference.py writes this page from these parsers, a section per command headed by
 # its name ("instore site up" -> #instore-site-up); every --help ends naming its section.
 COMMANDS_PAGE = "docs/commands.md"
@@ -69,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     args.entry = main  # what a warm payload runs its jobs' command lines through
+    args.job_modules = JOB_MODULES  # and what those import
     try:
         return int(args.func(args) or 0)
     except InstoreError as err:

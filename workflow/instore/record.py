@@ -26,9 +26,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from instore.engines import PYTHON_HTTP_CLIENT, ROOT_CLIENT, SPECS
-from instore.urls import is_http
-
 RECORD_VERSION = 1
 XROOTD_PACKAGE = "xrootd"  # the XRootD Python bindings' distribution, whose version is kept
 _PACKAGES = ("instore", "root", "uproot", "awkward", "numpy", XROOTD_PACKAGE)
@@ -138,20 +135,6 @@ class Measurement:
     cpu_efficiency_note: str | None = None
 
 
-def http_client(url: str, engine: str | None) -> str:
-    """Which HTTP client read ``url`` ("n/a" when it is not http): the engines use different
-    ones (their specs say which), and a site's grid ROOT uses Davix, so the record says which
-    one was measured."""
-    if not is_http(url):
-        return "n/a"
-    spec = SPECS.get(engine or "")
-    if spec is not None and spec.http == ROOT_CLIENT:
-        from instore.rootenv import http_client as root_http_client
-
-        return root_http_client()
-    return PYTHON_HTTP_CLIENT
-
-
 @dataclass
 class JobResult:
     """What ``instore read`` prints for one job. A failed read is a result too: ``error`` says
@@ -167,6 +150,7 @@ class JobResult:
     cold_cache_dropped: bool | None = None  # None: not a cold read of a local file
     passes: int | None = None  # reads of the file (fixed-time mode); None when it failed
     ready_at: float | None = None  # Unix time the payload was ready to measure (after start-up)
+    http_client: str = "n/a"  # which HTTP client read it (instore.payload.specs.http_client)
     record_version: int = RECORD_VERSION
     reads: list[tuple[int, int]] = field(default_factory=list, repr=False)  # the access log only
 
@@ -177,7 +161,7 @@ class JobResult:
             "url": self.url,
             "start_time": self.start_time,
             **self.knobs,
-            "http_client": http_client(self.url, self.knobs.get("engine")),
+            "http_client": self.http_client,
             "cold_cache_dropped": self.cold_cache_dropped,
             "passes": self.passes,
             **asdict(self.measurement),

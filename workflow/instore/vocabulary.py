@@ -26,7 +26,7 @@ LAYOUTS: tuple[str, ...] = TTREE_LAYOUTS + RNTUPLE_LAYOUTS
 FORMATS: tuple[str, ...] = ("ttree", "rntuple")  # what a job reads (records' ``format``)
 TTREE, RNTUPLE = FORMATS
 PROTOCOLS: tuple[str, ...] = ("posix", "stage-in", "xrootd", "http", "fuse", "xcache")
-ENGINES: tuple[str, ...] = ("root", "uproot", "replay")  # instore.engines: a spec for each
+ENGINES: tuple[str, ...] = ("root", "uproot", "replay")  # instore.payload.specs: a spec for each
 AUTH_KINDS: tuple[str, ...] = ("x509", "token", "none")
 # What a site lets the study change or use (a section's `needs:`; instore.site.config says
 # which site can what): its link's RTT and bandwidth, its disk's block readahead, I/O scheduler

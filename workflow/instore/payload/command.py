@@ -7,10 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from instore.engines import MT_MODES
 from instore.payload.engine_uproot import UprootKnobs
 from instore.payload.pattern import ENTRY_MODES, Pattern
 from instore.payload.runner import ENGINES, STAGE_IN_TOOLS, ReadOptions, run_read
+from instore.payload.specs import MT_MODES
 
 _D = UprootKnobs()
 

@@ -2,7 +2,7 @@
 before the clock, ``run`` to read.
 
 An engine is a module of this package (``engine_root``, ``engine_uproot``) with these three
-functions; its spec (``instore.engines``) names it, ``instore.payload.runner.ENGINES`` imports
+functions; its spec (``instore.payload.specs``) names it, ``instore.payload.runner.ENGINES`` imports
 it, and callers never ask which one they hold. An engine takes from the client options what it has a knob for and leaves the rest.
 """
 

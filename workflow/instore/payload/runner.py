@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from instore.engines import FILE_MODULES, ROOT_CLIENT, SPECS, resolve_mode
 from instore.errors import InstoreError
 from instore.payload import objects
 from instore.payload.engine import ClientOptions, Engine, UprootKnobs
@@ -19,6 +18,7 @@ from instore.payload.objects import DataObject
 from instore.payload.pattern import Pattern
 from instore.payload.procstats import ProcSnapshot, drop_page_cache, join_cgroup
 from instore.payload.result import EngineResult
+from instore.payload.specs import FILE_MODULES, ROOT_CLIENT, SPECS, http_client, resolve_mode
 from instore.payload.threads import cpu_efficiency, over_cores, too_many_threads
 from instore.record import JobResult, Measurement, Provenance, size_histogram, utc_now
 from instore.storage import COPY_TOOLS, fetch
@@ -227,6 +227,7 @@ def run_read(opts: ReadOptions) -> JobResult:
         cold_cache_dropped=dropped,
         passes=passes,
         ready_at=ready_at,
+        http_client=http_client(opts.url, opts.engine),
         reads=result.reads,
     )
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import os
 
-# The modes (each engine's spec, instore.engines, says which are its own)
+# The modes (each engine's spec, instore.payload.specs, says which are its own)
 CLUSTER, IMPLICIT, EXECUTORS = "cluster", "implicit", "executors"
 
 

@@ -46,13 +46,13 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from instore.engines import PAYLOADS, READ_COMMAND, REPLAY_COMMAND, forked_by
 from instore.payload.pages import Pages, make_private, resident_pages
+from instore.payload.specs import PAYLOADS, forked_by
 from instore.vocabulary import FORMATS
 
 PR_SET_PDEATHSIG = 1
@@ -62,12 +62,10 @@ PRIVATE_COMMANDS = ("read",)  # the measured jobs whose pages are made private b
 SHARED_PAGES_ENV = "INSTORE_FORK_SHARED_PAGES"
 OUTPUT_TAIL = 200_000  # bytes of a job's stdout and stderr sent back (the record is the last line)
 Entry = Callable[[list[str]], int]  # the command line's main: argv without the program name
-# The modules a job of each command runs (instore.cli.COMMANDS, which loads this module, has
-# them all), imported before forking rather than on a job's clock.
-JOB_MODULES: dict[str, tuple[str, ...]] = {
-    READ_COMMAND: ("instore.payload.command",),
-    REPLAY_COMMAND: ("instore.replay.closed_loop", "instore.replay.command"),
-}
+# The modules a job of each command runs (command -> module names), imported before forking
+# rather than on a job's clock: the command line's own table (instore.cli.JOB_MODULES), handed
+# down with its entry, so that nothing here names the modules of the commands above it.
+JobModules = Mapping[str, Sequence[str]]
 
 
 @dataclass
@@ -84,7 +82,9 @@ class Running:
     timed_out: bool = False
 
 
-def warm_up(engine: str, formats: Sequence[str] = FORMATS) -> dict[str, Any]:
+def warm_up(
+    engine: str, job_modules: JobModules, formats: Sequence[str] = FORMATS
+) -> dict[str, Any]:
     """Everything a job of ``engine`` reading ``formats`` would do before its clock starts,
     done once: imports, and for ROOT, cling declaring, compiling and running the TTree loop and,
     when RNTuples are read, the RNTuple one (2 s here: not paid by a sweep of TTrees). Then the
@@ -101,7 +101,7 @@ def warm_up(engine: str, formats: Sequence[str] = FORMATS) -> dict[str, Any]:
     import uproot.source.futures  # noqa: F401
 
     for spec in forked_by(engine):
-        for module in (*spec.warm_imports, *JOB_MODULES[spec.command]):
+        for module in (*spec.warm_imports, *job_modules[spec.command]):
             importlib.import_module(module)
 
     Provenance.collect()  # its cached parts (ROOT's release) are ready for every child
@@ -319,7 +319,9 @@ SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "backg
 CLIENT_ENV = {"XRD_TIMEOUTRESOLUTION": "1"}
 
 
-def serve(engine: str, entry: Entry, formats: Sequence[str] = FORMATS) -> int:
+def serve(
+    engine: str, entry: Entry, job_modules: JobModules, formats: Sequence[str] = FORMATS
+) -> int:
     """Warm up for ``engine`` and ``formats``, say so, then serve its jobs until stdin
     closes; each job runs its command line through ``entry`` (``instore.cli.main``, handed
     down by the command that started this, so nothing here imports the command line)."""
@@ -331,7 +333,7 @@ def serve(engine: str, entry: Entry, formats: Sequence[str] = FORMATS) -> int:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        ready = warm_up(engine, formats)
+        ready = warm_up(engine, job_modules, formats)
     except Exception as err:  # one line: the worker reports it as the reason jobs cannot start
         write_line(reply_fd, {"ready": False, "error": f"{type(err).__name__}: {err}"})
         return 1
@@ -373,4 +375,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the formats its jobs read, whose loops it compiles first (default: both; a job of "
         "another format compiles its own before its clock starts)",
     )
-    p.set_defaults(func=lambda args: serve(args.engine, args.entry, args.formats))
+    p.set_defaults(func=lambda args: serve(args.engine, args.entry, args.job_modules, args.formats))

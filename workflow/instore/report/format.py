@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from instore.engines import has_client_cache
+from instore.payload.specs import has_client_cache
 from instore.report import show
 from instore.report.plots import LIMIT_STYLE, interval_bars, panels
 from instore.report.sections import page_of, statistics_table

@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from instore.access import POSIX, XCACHE
-from instore.engines import REPLAY_ENGINE, modes_of
+from instore.payload.specs import REPLAY_ENGINE, modes_of
 from instore.study.config import Study
 from instore.vocabulary import CAPABILITIES
 

@@ -1,5 +1,5 @@
 """The engines a point may read with, as the sweep sees them: one entry per engine spec
-(``instore.engines``), saying what it reads (layouts, protocols), which warm payload forks its
+(``instore.payload.specs``), saying what it reads (layouts, protocols), which warm payload forks its
 jobs, and why it skips a point, each reason derived from what the spec says of the engine. The
 planner asks the point's entry (``engine_of``) and names no engine itself.
 
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from instore import access
-from instore.engines import REPLAY_ENGINE, ROOT_CLIENT, SPECS, EngineSpec
 from instore.payload import engine_rntuple
+from instore.payload.specs import REPLAY_ENGINE, ROOT_CLIENT, SPECS, EngineSpec
 from instore.rootenv import http_auth_problem
 from instore.study.grid import FORMAT_SECTION, axis_value
 from instore.vocabulary import RNTUPLE_LAYOUTS

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from instore.access import IN_PLACE
 from instore.errors import InstoreError
 from instore.payload.threads import CLUSTER, EXECUTORS, IMPLICIT
+from instore.urls import is_http
 from instore.vocabulary import ENGINES, LAYOUTS, PROTOCOLS
 
 # Which client reads a protocol: ROOT's own (root://: TNetXNG over XrdCl; http: XrdClHttp or
@@ -132,3 +133,17 @@ def resolve_mode(engine: str, threads: int, mode: str | None) -> str | None:
             f"the {engine} engine has no --mt-mode {mode}", f"choose {' or '.join(modes)}"
         )
     return mode
+
+
+def http_client(url: str, engine: str | None) -> str:
+    """Which HTTP client read ``url`` ("n/a" when it is not http): the engines use different
+    ones (their specs say which), and a site's grid ROOT uses Davix, so the record says which
+    one was measured."""
+    if not is_http(url):
+        return "n/a"
+    spec = SPECS.get(engine or "")
+    if spec is not None and spec.http == ROOT_CLIENT:
+        from instore.rootenv import http_client as root_http_client
+
+        return root_http_client()
+    return PYTHON_HTTP_CLIENT
