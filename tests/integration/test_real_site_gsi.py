@@ -182,6 +182,22 @@ def test_sweeps_after_the_first_ask_the_grid_site_for_sizes_only(
         copy.write_bytes(original)
 
 
+def test_calibration_of_a_site_without_posix_reads_the_file_whole_through_each_endpoint(
+    uploaded: Grid, cli: Cli
+) -> None:
+    """The calibration file's size comes from the storage where no POSIX endpoint shows it, so
+    a grid site gets a whole-file rate through root:// and https (it got only an RTT)."""
+    results = uploaded.pki.root / "results-calibration"
+    proc = cli("site", "calibrate", str(uploaded.site), "--results", str(results),
+               env=uploaded.env())  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    calibration = json.loads((results / "grid" / "calibration.json").read_text())
+    size = (uploaded.data / replica_name("ordered", 0)).stat().st_size
+    for protocol in ("xrootd", "http"):
+        through = calibration["protocols"][protocol]
+        assert through["bytes"] == size and through["mb_per_s"] > 0, calibration["protocols"]
+
+
 def test_preflight_without_a_proxy_stops_before_the_network(uploaded: Grid, cli: Cli) -> None:
     lines = _preflight(cli, uploaded, X509_USER_PROXY=str(uploaded.pki.root / "none"))
     assert lines == [f"credentials: no X.509 proxy at {uploaded.pki.root / 'none'} "

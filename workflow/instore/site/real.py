@@ -17,7 +17,7 @@ from instore.errors import InstoreError
 from instore.site.config import SiteConfig
 from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
 from instore.site.verify import VerifiedCopies, verify_endpoint
-from instore.storage import fetch
+from instore.storage import StorageError, fetch, storage_for
 
 if TYPE_CHECKING:
     from instore.site.dataset.model import Dataset
@@ -178,9 +178,23 @@ class RealLive(LiveSite):
         if not cfg.calibration.file:
             raise InstoreError(f"{cfg.path}: field calibration.file is missing",
                                "name a file that exists behind every endpoint")  # fmt: skip
-        posix = cfg.endpoints.get(access.POSIX)
-        size = Path(posix.format(file=cfg.calibration.file)).stat().st_size if posix else 0
-        return cfg.calibration.file, size
+        return cfg.calibration.file, self._size_of(cfg.calibration.file)
+
+    def _size_of(self, file: str) -> int:
+        """The file's size: from its POSIX endpoint, else as the first storage endpoint that
+        answers reports it (0: none does)."""
+        endpoints = self.config.endpoints
+        if access.POSIX in endpoints:
+            return Path(endpoints[access.POSIX].format(file=file)).stat().st_size
+        urls = [endpoints[p].format(file=file) for p in STAT_ORDER if p in endpoints]
+        for url in urls:
+            try:
+                size = storage_for(url).stat(url)
+            except StorageError:
+                continue
+            if size:
+                return size
+        return 0
 
     def fio_target(self) -> FioTarget | None:
         posix_dir = self.config.calibration.posix_dir
@@ -191,6 +205,10 @@ class RealLive(LiveSite):
 
     def _emulation(self) -> dict[str, Any]:
         return {"endpoints": dict(self.config.endpoints)}
+
+
+# The endpoints asked for the calibration file's size where the site has no POSIX endpoint.
+STAT_ORDER = (access.XROOTD, access.HTTP, access.STAGE_IN)
 
 
 def _fadvise_dontneed(path: Path) -> None:

@@ -77,8 +77,8 @@ def _held(calibration: Mapping[str, Any]) -> tuple[str, ...]:
         f"an RTT of {rtt:.3g} ms to the storage" if rtt else "no RTT (no endpoint answered one)",
         f"whole-file reads through {', '.join(sorted(protocols))} without a rate"
         if protocols
-        else "no whole-file read (the calibration file's size was unknown: its site file "
-        "gives no posix endpoint to stat it)",
+        else "no whole-file read (the calibration file's size was unknown: no posix endpoint "
+        "and no storage endpoint reported it)",
         "no disk figure (fio needs the site file's calibration.posix_dir)"
         if not calibration.get("fio")
         else "a fio run without read figures",
