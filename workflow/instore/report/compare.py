@@ -239,7 +239,7 @@ def format_table(stats: pd.DataFrame) -> pd.DataFrame:
     """TTree against RNTuple per site and protocol: each format's best median wall time (over
     its cache settings; ROOT engine where measured) with its interval, and how many times
     faster RNTuple is (``speedup``, with the ratio's interval)."""
-    from instore.summary.recommend import format_name
+    from instore.summary.sections.format import format_name
 
     part = stats[(stats["section"] == "format") & (stats["jobs_ok"] > 0)]
     root = part[part["engine"] == "root"]
