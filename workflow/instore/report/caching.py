@@ -9,8 +9,7 @@ from instore.report import show
 from instore.report.plots import interval_lines, panels
 from instore.report.sections import has_runs, statistics_table
 from instore.report.view import SiteView
-
-SECTION = "caching"
+from instore.summary.sections.caching import NAME as SECTION
 
 
 def _caching_points(view: SiteView) -> pd.DataFrame:
