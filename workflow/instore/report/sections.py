@@ -1,4 +1,5 @@
-"""One function per figure or table of the study sections; the notebooks call these.
+"""One function per figure or table of the study sections; a section's page draws them
+(``report.page.PARTS``), in the order its module declares.
 
 Every value shown comes from the site's Parquet rows or its point summary; a figure of a point
 (wall, CPU efficiency, MB/s, events/s) is its median with its 95% bootstrap interval, drawn as
@@ -48,7 +49,7 @@ def page_of(
 ) -> Callable[[Callable[..., None]], Callable[[SiteView], None]]:
     """A page's part that draws only when the section has successful rows (otherwise the page
     says why): the decorated function is called with the view and what ``prepare`` makes of
-    it, and is called by the notebooks with the view alone."""
+    it, and is called by the page with the view alone."""
 
     def wrap(draw: Callable[..., None]) -> Callable[[SiteView], None]:
         @functools.wraps(draw)
