@@ -1,5 +1,5 @@
-"""The format section: TTree against RNTuple, cache off and on, per protocol and engine; its
-advice: TTree against RNTuple, from the measurement closest to what a site stores.
+"""The format section (TTree against RNTuple, cache off and on, per protocol and engine) and
+its advice, from the measurement closest to what a site stores.
 
 Two sections answer the question. ``format`` reads small generic files (16 MB: an RNTuple of
 one cluster); ``scale`` reads NanoAOD-like files up to 1 GB, shaped like an experiment's. The
