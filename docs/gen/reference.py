@@ -243,8 +243,8 @@ def sections_part() -> str:
         rows.append([f"`{section.name}`", section.title, statistics, figures, advice])
     return (
         "\n## Sections\n\n"
-        "What each section's page shows, from the section registry "
-        "(`workflow/instore/summary/sections.py`): its title, the statistics its table gives per "
+        "What each section's page shows, from the section registry (one module per section in "
+        "`workflow/instore/summary/sections/`): its title, the statistics its table gives per "
         "point (a figure measured more than once as its median with the 95% bootstrap interval "
         "and the number of measurements it rests on), its figures and whether the overview "
         "draws a recommendation from it.\n\n"

@@ -127,12 +127,13 @@ def test_a_failing_notebook_fails_the_pipeline_with_its_error(
     study: tuple[Path, subprocess.CompletedProcess[str]],
 ) -> None:
     work, _ = study
-    notebook = work / "notebooks" / "cache.ipynb"
+    notebook = work / "notebooks" / "section.ipynb"
     nb = nbformat.read(notebook, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell('raise RuntimeError("boom from a report cell")'))
     nbformat.write(nb, notebook)
     broken = _snakemake(work, "--keep-going")
     assert broken.returncode != 0
     log = broken.stdout + broken.stderr
-    assert re.search(r"cache\.ipynb failed in cell \d+: RuntimeError: boom from a report cell", log)
+    assert re.search(r"section\.ipynb \(section \w+\) failed in cell \d+: RuntimeError: boom from a "
+                     "report cell", log)  # fmt: skip
     assert "study done" not in log

@@ -117,8 +117,11 @@ def _make_reports(cli: Cli, results: Path, out: Path, data: Path) -> None:
     def make(name: str, stem: Path, parameters: list[str]) -> None:
         executed = stem.with_suffix(".ipynb")
         page = stem.with_name("index.html" if name == "overview" else f"{name}.html")
-        for argv in (["execute", str(NOTEBOOKS / f"{name}.ipynb"), "--out", str(executed),
-                      *parameters], ["render", str(executed), "--out", str(page)]):  # fmt: skip
+        notebook, section = (
+            ("section", ["-p", f"section={name}"]) if name in SECTIONS else (name, [])
+        )
+        for argv in (["execute", str(NOTEBOOKS / f"{notebook}.ipynb"), "--out", str(executed),
+                      *parameters, *section], ["render", str(executed), "--out", str(page)]):  # fmt: skip
             done = cli("report", *argv, timeout=None)
             assert done.returncode == 0, done.stderr[-2000:]
 
@@ -230,5 +233,6 @@ def test_probe_sees_broken_images_and_error_cells(reports: Path, tmp_path: Path)
     assert probe(broken, tmp_path / "profile")["broken"] == 1
     bad = tmp_path / "bad.ipynb"
     with pytest.raises(Exception, match="failed in cell"):
-        execute(NOTEBOOKS / "cache.ipynb", bad, {"site": "nosuch", "results": str(tmp_path)})
+        execute(NOTEBOOKS / "section.ipynb", bad,
+                {"site": "nosuch", "results": str(tmp_path), "section": "cache"})  # fmt: skip
     assert probe(render(bad, tmp_path / "bad.html"), tmp_path / "profile")["errors"] >= 1

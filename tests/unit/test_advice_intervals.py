@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import pandas as pd
-from instore.summary.recommend import jobfill, layout, protocols
+from instore.summary.sections.jobfill import jobfill
+from instore.summary.sections.layout import layout
+from instore.summary.sections.protocols import protocols
 
 
 def _point(section: str, runs: list[list[float]], metric: str, **knobs: object) -> dict:

@@ -12,7 +12,7 @@ import yaml
 from instore.site import load_site
 from instore.study import Point, expand, load_study
 from instore.study.grid import KEYED_IF_SET, section_budget, section_needs
-from instore.summary.recommend import break_even_ms, caching, caching_curves
+from instore.summary.sections.caching import break_even_ms, caching, caching_curves
 from instore.sweep import plan, runner
 from instore.sweep.options import SweepOptions
 

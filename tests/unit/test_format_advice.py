@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from instore.summary.recommend import format_advice, format_name
+from instore.summary.sections.format import format_advice, format_name
 
 COLUMNS = ["section", "layout", "protocol", "cache_mb", "engine", "jobs_ok", "wall_s_median",
            "cpu_efficiency_median", "wall_s_runs"]  # fmt: skip

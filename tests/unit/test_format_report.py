@@ -58,8 +58,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_format_notebook_draws_its_figures_and_table(results: Path, tmp_path: Path) -> None:
-    executed = execute(NOTEBOOKS / "format.ipynb", tmp_path / "format.ipynb",
-                       {"site": SITES[0], "results": str(results)})  # fmt: skip
+    executed = execute(NOTEBOOKS / "section.ipynb", tmp_path / "format.ipynb",
+                       {"site": SITES[0], "results": str(results), "section": "format"})  # fmt: skip
     assert error_outputs(executed) == []
     page = render(executed, tmp_path / "format.html").read_text()
     for anchor in ("fig-format-wall", "fig-format-throughput", "fig-format-ratio",
@@ -152,8 +152,8 @@ def test_a_site_the_format_section_left_out_gets_a_note_not_an_error(
     copy = shutil.copytree(results, tmp_path / "results")
     pd.DataFrame().to_parquet(section_path(copy, SITES[0], "format"))
     write(copy, SITES[0], *summarize(copy, SITES[0]))
-    executed = execute(NOTEBOOKS / "format.ipynb", tmp_path / "format.ipynb",
-                       {"site": SITES[0], "results": str(copy)})  # fmt: skip
+    executed = execute(NOTEBOOKS / "section.ipynb", tmp_path / "format.ipynb",
+                       {"site": SITES[0], "results": str(copy), "section": "format"})  # fmt: skip
     assert error_outputs(executed) == []
     page = render(executed, tmp_path / "format.html").read_text()
     assert f"No successful runs were recorded for format on {SITES[0]}" in page

@@ -17,7 +17,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from instore.summary.advice import NO_DIFFERENCE
-from instore.summary.recommend import layout, protocols, readahead
+from instore.summary.sections.layout import layout
+from instore.summary.sections.protocols import protocols
+from instore.summary.sections.readahead import readahead
 from instore.summary.stats import cache_label
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "data" / "reference" / "points.csv"

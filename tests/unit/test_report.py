@@ -19,8 +19,7 @@ from instore.summary.command import summarize, write
 
 from tests.unit.data.records import SITES, rows, write_results
 
-NAMES = ("layout", "cache", "protocols", "readahead", "jobfill", "format", "overview", "compare",
-         "explore")  # fmt: skip
+NAMES = ("section", "overview", "compare", "explore", "baseline")
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +40,8 @@ def test_notebooks_are_stored_clean_with_parameters(name: str) -> None:
 
 
 def test_cache_page_has_its_figure_and_table_and_no_code(results: Path, tmp_path: Path) -> None:
-    executed = execute(NOTEBOOKS / "cache.ipynb", tmp_path / "cache.ipynb",
-                       {"site": "fixture-cold", "results": str(results)})  # fmt: skip
+    executed = execute(NOTEBOOKS / "section.ipynb", tmp_path / "cache.ipynb",
+                       {"site": "fixture-cold", "results": str(results), "section": "cache"})  # fmt: skip
     assert error_outputs(executed) == []
     page = render(executed, tmp_path / "cache.html").read_text()
     assert 'id="fig-cache-reads"' in page
@@ -56,15 +55,16 @@ def test_cache_page_has_its_figure_and_table_and_no_code(results: Path, tmp_path
 def test_failing_notebook_fails_with_the_cells_error(results: Path, tmp_path: Path) -> None:
     with pytest.raises(
         InstoreError,
-        match=r"cache.ipynb failed in cell \d+: InstoreError: .*no summary for site nosuch",
+        match=r"section.ipynb \(section cache\) failed in cell \d+: InstoreError: .*no summary "
+        "for site nosuch",
     ):
         execute(
-            NOTEBOOKS / "cache.ipynb",
+            NOTEBOOKS / "section.ipynb",
             tmp_path / "bad.ipynb",
-            {"site": "nosuch", "results": str(results)},
+            {"site": "nosuch", "results": str(results), "section": "cache"},
         )
-    assert main(["report", "execute", str(NOTEBOOKS / "cache.ipynb"), "--out", str(tmp_path / "b.ipynb"),
-                 "-p", "site=nosuch", "-p", f"results={results}"]) == 2  # fmt: skip
+    assert main(["report", "execute", str(NOTEBOOKS / "section.ipynb"), "--out", str(tmp_path / "b.ipynb"),
+                 "-p", "site=nosuch", "-p", f"results={results}", "-p", "section=cache"]) == 2  # fmt: skip
 
 
 def test_index_links_sites_with_conditions_and_provenance(results: Path, tmp_path: Path) -> None:

@@ -14,7 +14,9 @@ from instore.summary.command import recommendations_path, summarize, summary_pat
 from instore.summary.figures import FIGURES
 from instore.summary.limits import Limits, from_calibration
 from instore.summary.load import read_site
-from instore.summary.recommend import cache, jobfill, protocols
+from instore.summary.sections.cache import cache
+from instore.summary.sections.jobfill import jobfill
+from instore.summary.sections.protocols import protocols
 
 from tests.unit.data.records import rows, write_calibration, write_results
 

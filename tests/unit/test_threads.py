@@ -215,7 +215,7 @@ def test_the_jobfill_page_puts_jobs_of_two_threads_beside_two_jobs(
     from instore.report import jobfill as jobfill_page
     from instore.report import sections, show
     from instore.summary.command import summarize, write
-    from instore.summary.recommend import jobfill
+    from instore.summary.sections.jobfill import jobfill
 
     from tests.unit.data.records import rows, write_results
 

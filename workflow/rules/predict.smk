@@ -34,6 +34,8 @@ use rule execute_notebook as execute_whatif with:
         f"{LOGS}/{{site}}/notebook-whatif.log",
     wildcard_constraints:
         site="[^/]+",
+    params:
+        parameters=site_parameters,
 
 
 use rule render_page as render_whatif with:

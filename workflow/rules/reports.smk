@@ -1,8 +1,16 @@
-# Summaries, one executed notebook per site and section, HTML per notebook, each site's
-# overview (its index.html), the cross-site comparison and the index page. Each rule runs one
-# `instore summarize` or `instore report execute|render|index`; its output goes to its log,
-# and a failure shows the log's last line (for a notebook, the failing cell's error).
+# Summaries, one executed notebook per site and section (the one section notebook, given the
+# section's name), HTML per notebook, each site's overview (its index.html), the cross-site
+# comparison and the index page. Each rule runs one `instore summarize` or `instore report
+# execute|render|index`; its output goes to its log, and a failure shows the log's last line
+# (for a notebook, the failing cell's error).
 NOTEBOOKS = Path(workflow.basedir) / "notebooks"
+
+
+def page_files(wildcards):
+    """The generated files, for a section whose page draws from them (its module says so)."""
+    from instore.summary.sections import REGISTRY
+
+    return FILES if REGISTRY[wildcards.name].files else []
 
 
 rule summarize_site:
@@ -25,10 +33,9 @@ rule summarize_site:
 
 rule execute_notebook:
     input:
-        notebook=str(NOTEBOOKS / "{name}.ipynb"),
+        notebook=str(NOTEBOOKS / "section.ipynb"),
         summary=f"{RESULTS}/{{site}}/summary.parquet",
-        # The layout notebook draws the access map from the generated files themselves.
-        data=lambda w: FILES if w.name == "layout" else [],
+        data=page_files,
     output:
         f"{REPORTS}/{{site}}/{{name}}.ipynb",
     log:
@@ -36,7 +43,7 @@ rule execute_notebook:
     wildcard_constraints:
         name="|".join(SECTIONS),
     params:
-        parameters=site_parameters,
+        parameters=lambda w: [*site_parameters(w), "-p", f"section={w.name}"],
     conda:
         "../../envs/conda.yaml"
     shell:

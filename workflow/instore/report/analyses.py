@@ -22,6 +22,7 @@ import pandas as pd
 from instore.report import intervals, show
 from instore.report.plots import interval_bars, panel_per
 from instore.report.view import SiteView
+from instore.summary.sections.replay import NAME as SECTION
 
 # The analyses of analyses/ by script, in the order the page shows them; any other recorded
 # script is shown under its own name after them.
@@ -224,9 +225,6 @@ def page(rows: pd.DataFrame) -> None:
     efficiency_figure(rows)
 
 
-SECTION = "replay"
-
-
 def site_page(view: SiteView) -> None:
     """The comparison on one site's replay page; nothing where the site has no replays."""
     if SECTION in view.sections:
@@ -238,4 +236,4 @@ def replay_rows(results: str | Path, sites: list[str] | None = None) -> pd.DataF
     from instore.report.compare import load_all
 
     rows = load_all(results, sites)
-    return rows[(rows["section"] == "replay") & (rows["status"] == "ok")].reset_index(drop=True)
+    return rows[(rows["section"] == SECTION) & (rows["status"] == "ok")].reset_index(drop=True)

@@ -9,13 +9,12 @@ from instore.report import show
 from instore.report.plots import interval_lines, panels
 from instore.report.sections import has_runs, statistics_table
 from instore.report.view import SiteView
-
-SECTION = "caching"
+from instore.summary.sections.caching import NAME as SECTION
 
 
 def _caching_points(view: SiteView) -> pd.DataFrame:
     """The caching section's point medians with the access method and read kind named."""
-    from instore.summary.recommend import access_method
+    from instore.summary.sections.caching import access_method
 
     pts = view.points(SECTION).dropna(subset=["rtt_ms"])
     methods = [
@@ -28,7 +27,8 @@ def _caching_points(view: SiteView) -> pd.DataFrame:
 def caching(view: SiteView) -> None:
     """CPU efficiency and wall time against RTT per access method, full and sparse reads; the
     dotted lines mark where a warm XCache starts to beat direct reads."""
-    from instore.summary.recommend import EFFICIENCY_FLOOR, break_even_ms, caching_curves
+    from instore.summary.advice import EFFICIENCY_FLOOR
+    from instore.summary.sections.caching import break_even_ms, caching_curves
 
     if not has_runs(view, SECTION):
         return

@@ -19,6 +19,11 @@ from instore.report.plots import interval_bars, iqr, panels
 from instore.summary.command import summary_path
 from instore.summary.interval import ratio_interval
 from instore.summary.load import read_study
+from instore.summary.sections.format import NAME as FORMAT
+from instore.summary.sections.jobfill import NAME as JOBFILL
+from instore.summary.sections.load import NAME as LOAD
+from instore.summary.sections.protocols import NAME as PROTOCOLS
+from instore.summary.sections.replay import NAME as REPLAY
 from instore.summary.stats import INTERVAL_METRICS, cache_label, with_derived
 
 SETUP_COLUMNS = {
@@ -62,8 +67,8 @@ def load_summaries(results: str | Path, sites: list[str] | None = None) -> pd.Da
 
 def same_work(stats: pd.DataFrame) -> pd.DataFrame:
     """The protocols section's ROOT-engine points: the one workload every site ran."""
-    part = stats[(stats["section"] == "protocols") & (stats["engine"] == "root")]
-    return part if len(part) else stats[stats["section"] == "protocols"]
+    part = stats[(stats["section"] == PROTOCOLS) & (stats["engine"] == "root")]
+    return part if len(part) else stats[stats["section"] == PROTOCOLS]
 
 
 def setups_points(stats: pd.DataFrame) -> pd.DataFrame:
@@ -151,7 +156,7 @@ def _by_site(
 
 
 def jobfill_compare(stats: pd.DataFrame) -> None:
-    table = _by_site(stats, "jobfill", ["cpu_us", "fill"], worst=True)
+    table = _by_site(stats, JOBFILL, ["cpu_us", "fill"], worst=True)
     if table is not None:
         table = table.rename(columns={"cpu_us": "CPU per event (us)", "fill": "jobs per node"})
         show.table(table, "Worst per-job CPU efficiency (the lowest point's median, 95% "
@@ -160,7 +165,7 @@ def jobfill_compare(stats: pd.DataFrame) -> None:
 
 def replay_compare(stats: pd.DataFrame) -> None:
     """Each recorded analysis's predicted CPU efficiency per protocol, by site."""
-    table = _by_site(stats, "replay", ["trace", "protocol", "cache_state"])
+    table = _by_site(stats, REPLAY, ["trace", "protocol", "cache_state"])
     if table is not None:
         show.table(table.rename(columns={"cache_state": "XCache"}), "A recorded analysis's "
                    "predicted CPU efficiency (median, 95% interval), by site", "replay_compare")  # fmt: skip
@@ -168,7 +173,7 @@ def replay_compare(stats: pd.DataFrame) -> None:
 
 def load_compare(stats: pd.DataFrame) -> None:
     """The clients' median predicted CPU efficiency per protocol and load, by site."""
-    table = _by_site(stats, "load", ["protocol", "fill"])
+    table = _by_site(stats, LOAD, ["protocol", "fill"])
     if table is not None:
         show.table(table.rename(columns={"fill": "clients"}), "Many clients at once: the "
                    "clients' median predicted CPU efficiency (95% interval over runs and "
@@ -239,9 +244,9 @@ def format_table(stats: pd.DataFrame) -> pd.DataFrame:
     """TTree against RNTuple per site and protocol: each format's best median wall time (over
     its cache settings; ROOT engine where measured) with its interval, and how many times
     faster RNTuple is (``speedup``, with the ratio's interval)."""
-    from instore.summary.recommend import format_name
+    from instore.summary.sections.format import format_name
 
-    part = stats[(stats["section"] == "format") & (stats["jobs_ok"] > 0)]
+    part = stats[(stats["section"] == FORMAT) & (stats["jobs_ok"] > 0)]
     root = part[part["engine"] == "root"]
     part = root if len(root) else part
     part = part.assign(format=part["layout"].map(format_name)).dropna(subset=["wall_s_median"])

@@ -32,8 +32,11 @@ def execute(notebook: Path, out: Path, parameters: Mapping[str, Any]) -> Path:
             progress_bar=False, log_output=False,
         )  # fmt: skip
     except PapermillExecutionError as err:
+        # the one section notebook draws every section's page: say whose page failed
+        name = notebook.name + (f" (section {parameters['section']})" if "section" in parameters
+                                else "")  # fmt: skip
         raise InstoreError(
-            f"{notebook.name} failed in cell {err.exec_count}: {err.ename}: {err.evalue}",
+            f"{name} failed in cell {err.exec_count}: {err.ename}: {err.evalue}",
             f"see the executed notebook {out}",
         ) from err
     return out

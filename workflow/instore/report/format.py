@@ -19,9 +19,9 @@ from instore.report.plots import LIMIT_STYLE, interval_bars, panels
 from instore.report.sections import page_of, statistics_table
 from instore.report.view import SiteView
 from instore.summary.interval import ratio_interval
-from instore.summary.recommend import format_name
+from instore.summary.sections.format import NAME as SECTION
+from instore.summary.sections.format import format_name
 
-SECTION = "format"
 HOW = "setup"  # the hue: format and cache state, e.g. "RNTuple, cache on"
 
 

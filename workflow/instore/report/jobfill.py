@@ -9,13 +9,14 @@ from instore.report import show
 from instore.report.plots import interval_lines, limit_line, panels
 from instore.report.sections import has_runs, statistics_table
 from instore.report.view import SiteView
+from instore.summary.sections.jobfill import NAME as JOBFILL
 
 
 def jobfill_table(view: SiteView) -> None:
     """Per-job CPU efficiency and aggregate event rate per fill (the seeds' 1/2/8 jobs table)."""
-    if not has_runs(view, "jobfill"):
+    if not has_runs(view, JOBFILL):
         return
-    table = statistics_table(_with_cores(view.points("jobfill")), "jobfill")
+    table = statistics_table(_with_cores(view.points(JOBFILL)), JOBFILL)
     show.table(table, "Jobs per node: efficiency per job, aggregate event rate (all jobs' events "
                "over the longest job, one value per repetition)", "jobfill_table")  # fmt: skip
 
@@ -40,9 +41,9 @@ def _with_cores(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def jobfill(view: SiteView) -> None:
-    if not has_runs(view, "jobfill"):
+    if not has_runs(view, JOBFILL):
         return
-    pts = _with_workload(_with_cores(view.points("jobfill")))
+    pts = _with_workload(_with_cores(view.points(JOBFILL)))
     style = "cache" if pts["cache"].nunique() > 1 else None
     # jobs of several threads: against the cores asked, so 1 x 2 and 2 x 1 share an x
     x, words = ("cores", "cores asked (jobs x threads)") if pts["threads"].nunique() > 1 else (

@@ -31,6 +31,7 @@ from instore.report.view import SiteView
 from instore.site.loadguard import STOP_COLUMN
 from instore.study.grid import KNOBS
 from instore.summary.sections import Statistics
+from instore.summary.sections.load import NAME as LOAD
 
 SATURATED = 0.8  # a resource at 80% of its limit or more counts as saturated
 SLOW_OPEN_MS = 1000.0  # opens this slow (p95) with no resource saturated are named
@@ -238,7 +239,7 @@ def _section_points(view: SiteView, section: str) -> pd.DataFrame:
     return table.assign(setup=labels)
 
 
-def load_curves(view: SiteView, section: str = "load") -> None:
+def load_curves(view: SiteView, section: str = LOAD) -> None:
     """Throughput, efficiency and read latency against clients, one line per setup."""
     if not has_runs(view, section):
         return
@@ -263,7 +264,7 @@ def load_curves(view: SiteView, section: str = "load") -> None:
                 "over its runs and clients).")  # fmt: skip
 
 
-def load_saturation(view: SiteView, section: str = "load") -> None:
+def load_saturation(view: SiteView, section: str = LOAD) -> None:
     """Each resource's use against clients: the one that reaches its limit first."""
     if not has_runs(view, section):
         return
@@ -318,14 +319,14 @@ def ramp_stops(rows: pd.DataFrame) -> list[str]:
     return sorted(set(rows[STOP_COLUMN].dropna()), key=lambda text: (len(text), text))
 
 
-def ramp_note(view: SiteView, section: str = "load") -> None:
+def ramp_note(view: SiteView, section: str = LOAD) -> None:
     """The page's word on the ramp's stop: where, why, and what was not measured."""
     for stop in ramp_stops(view.rows(section, ok_only=False)):
         show.note(f"The ramp {stop}: the site's load limits (its site file's `load:`) were "
                   "exceeded there, so no point with as many clients or more was measured.")  # fmt: skip
 
 
-def load_table(view: SiteView, section: str = "load") -> None:
+def load_table(view: SiteView, section: str = LOAD) -> None:
     if not has_runs(view, section):
         return
     ramp_note(view, section)

@@ -19,8 +19,8 @@ from instore.report import intervals, show
 from instore.report.plots import medians_and_errors, panel_per
 from instore.report.sections import page_of, statistics_table
 from instore.report.view import SiteView
+from instore.summary.sections.replay import NAME as SECTION
 
-SECTION = "replay"
 SETUP = ["trace", "protocol", "cache_state"]
 
 

@@ -25,9 +25,9 @@ from instore.report.plots import medians_and_errors, panel_per
 from instore.report.sections import page_of, statistics_table
 from instore.report.view import SiteView
 from instore.summary.interval import ONE_MEASUREMENT, basis, ratio_interval
+from instore.summary.sections.scale import NAME as SECTION
 from instore.summary.stats import cache_label
 
-SECTION = "scale"
 # (effect, (layout, cache) slower, (layout, cache) faster)
 EFFECTS: tuple[tuple[str, tuple[str, str], tuple[str, str]], ...] = (
     ("ordering (no cache)", ("unordered", "off"), ("ordered", "off")),

@@ -1,4 +1,5 @@
-"""One function per figure or table of the study sections; the notebooks call these.
+"""One function per figure or table of the study sections; a section's page draws them
+(``report.page.PARTS``), in the order its module declares.
 
 Every value shown comes from the site's Parquet rows or its point summary; a figure of a point
 (wall, CPU efficiency, MB/s, events/s) is its median with its 95% bootstrap interval, drawn as
@@ -29,6 +30,10 @@ from instore.report.view import SiteView
 from instore.report.whatif import PAGE as WHATIF_PAGE
 from instore.summary.load import read_skipped
 from instore.summary.sections import REGISTRY, statistics, title
+from instore.summary.sections.cache import NAME as CACHE
+from instore.summary.sections.layout import NAME as LAYOUT
+from instore.summary.sections.protocols import NAME as PROTOCOLS
+from instore.summary.sections.readahead import NAME as READAHEAD
 
 
 def has_runs(view: SiteView, section: str) -> bool:
@@ -44,7 +49,7 @@ def page_of(
 ) -> Callable[[Callable[..., None]], Callable[[SiteView], None]]:
     """A page's part that draws only when the section has successful rows (otherwise the page
     says why): the decorated function is called with the view and what ``prepare`` makes of
-    it, and is called by the notebooks with the view alone."""
+    it, and is called by the page with the view alone."""
 
     def wrap(draw: Callable[..., None]) -> Callable[[SiteView], None]:
         @functools.wraps(draw)
@@ -179,9 +184,9 @@ def _fastest_read_s(view: SiteView, rows: pd.DataFrame) -> float | None:
 
 def layout_wall(view: SiteView) -> None:
     """Wall time and ROOT's disk time per layout, TTreeCache off and on."""
-    if not has_runs(view, "layout"):
+    if not has_runs(view, LAYOUT):
         return
-    pts = _hue(view.points("layout"), "cache", "protocol")
+    pts = _hue(view.points(LAYOUT), "cache", "protocol")
     fig, axes = panels(2)
     for ax, metric, label in (
         (axes[0], "wall_s", "wall time (s)"),
@@ -190,7 +195,7 @@ def layout_wall(view: SiteView) -> None:
         interval_bars(ax, pts, "layout", metric, "hue")
         ax.set(ylabel=label)
         ax.legend(title="cache", fontsize=8)
-    limit_line(axes[0], _fastest_read_s(view, view.rows("layout")), "whole file at calibrated MB/s")
+    limit_line(axes[0], _fastest_read_s(view, view.rows(LAYOUT)), "whole file at calibrated MB/s")
     show.figure(
         fig,
         "layout_wall",
@@ -207,7 +212,7 @@ def _hue(points: pd.DataFrame, hue: str, *more: str) -> pd.DataFrame:
 
 
 def layout_table(view: SiteView) -> None:
-    points_table(view, "layout")
+    points_table(view, LAYOUT)
 
 
 # --- cache --------------------------------------------------------------------------------
@@ -217,9 +222,9 @@ def cache_reads(view: SiteView) -> None:
     """Read calls, bytes read and read rate against TTreeCache size (the seeds' figure)."""
     import seaborn as sns
 
-    if not has_runs(view, "cache"):
+    if not has_runs(view, CACHE):
         return
-    rows = view.rows("cache")
+    rows = view.rows(CACHE)
     order = _cache_order(rows)
     dodge = 0.2 if rows["layout"].nunique() > 1 else False  # seaborn divides by levels - 1
     fig, axes = panels(3)
@@ -241,7 +246,7 @@ def cache_reads(view: SiteView) -> None:
 
 
 def cache_table(view: SiteView) -> None:
-    points_table(view, "cache")
+    points_table(view, CACHE)
 
 
 # --- protocols ----------------------------------------------------------------------------
@@ -249,19 +254,19 @@ def cache_table(view: SiteView) -> None:
 
 def protocol_table(view: SiteView) -> None:
     """CPU efficiency per protocol and engine, the seeds' dcap/xroot table."""
-    if not has_runs(view, "protocols"):
+    if not has_runs(view, PROTOCOLS):
         return
-    pts = view.points("protocols").sort_values(["protocol", "engine"])
+    pts = view.points(PROTOCOLS).sort_values(["protocol", "engine"])
     one_layout = ("layout",) if pts["layout"].nunique() == 1 else ()
-    table = statistics_table(pts, "protocols", leave_out=one_layout)
+    table = statistics_table(pts, PROTOCOLS, leave_out=one_layout)
     show.table(table, "CPU efficiency and throughput per protocol and engine (median per point, "
                "95% interval)", "protocol_table")  # fmt: skip
 
 
 def protocol_efficiency(view: SiteView) -> None:
-    if not has_runs(view, "protocols"):
+    if not has_runs(view, PROTOCOLS):
         return
-    pts = _hue(view.points("protocols"), "engine", "layout")
+    pts = _hue(view.points(PROTOCOLS), "engine", "layout")
     fig, axes = panels(2)
     interval_bars(axes[0], pts, "protocol", "cpu_efficiency", "hue")
     axes[0].set(ylabel="CPU efficiency", ylim=(0, 1.05))
@@ -281,9 +286,9 @@ def protocol_efficiency(view: SiteView) -> None:
 def readahead(view: SiteView) -> None:
     """Throughput, client bytes wasted and the disk's amplification against readahead size,
     full vs sparse reads: the client reads baskets exactly, the disk's readahead may not."""
-    if not has_runs(view, "readahead"):
+    if not has_runs(view, READAHEAD):
         return
-    pts = view.points("readahead").dropna(subset=["readahead_kb"])
+    pts = view.points(READAHEAD).dropna(subset=["readahead_kb"])
     pts = pts.assign(reads=pts["branches"].map(lambda b: "full" if b == "all" else f"sparse ({b})"),
                      block=pts["block_readahead_kb"].map(lambda v: "block n/a" if pd.isna(v) else f"block {v:g} KB"))  # fmt: skip
     shown = [("mb_per_s", "MB/s", 1.0), ("bytes_wasted", "KB the client read, not needed", 1e-3)]
@@ -306,7 +311,7 @@ def readahead(view: SiteView) -> None:
 
 
 def readahead_table(view: SiteView) -> None:
-    points_table(view, "readahead")
+    points_table(view, READAHEAD)
 
 
 # --- overview -----------------------------------------------------------------------------

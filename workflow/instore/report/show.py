@@ -83,5 +83,12 @@ def note(text: str) -> None:
     _display(f'<p class="instore-note">{html.escape(text)}</p>')
 
 
+def markdown(text: str) -> None:
+    """Markdown, rendered on the page as a notebook's markdown cell is."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(text))
+
+
 def heading(text: str, level: int = 2) -> None:
     _display(f"<h{level}>{html.escape(text)}</h{level}>")

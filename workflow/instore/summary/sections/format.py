@@ -1,4 +1,5 @@
-"""The format advice: TTree against RNTuple, from the measurement closest to what a site stores.
+"""The format section (TTree against RNTuple, cache off and on, per protocol and engine) and
+its advice, from the measurement closest to what a site stores.
 
 Two sections answer the question. ``format`` reads small generic files (16 MB: an RNTuple of
 one cluster); ``scale`` reads NanoAOD-like files up to 1 GB, shaped like an experiment's. The
@@ -24,9 +25,19 @@ from instore.summary.advice import (
     ratio,
     single_note,
 )
-from instore.summary.figures import link
 from instore.summary.interval import Ratio
+from instore.summary.sections.base import (
+    EFFICIENCY,
+    JOBS,
+    READS,
+    WALL,
+    Section,
+    Statistics,
+    stats_only,
+)
+from instore.summary.sections.scale import NAME as SCALE
 
+NAME = "format"
 TTREE_LAYOUT = "ordered"  # the scale section's TTree that RNTuple is set against
 
 
@@ -106,7 +117,7 @@ def _cluster_cache_phrase(part: pd.DataFrame) -> tuple[str | None, dict]:
 
 def _scale_part(stats: pd.DataFrame) -> tuple[str | None, pd.DataFrame]:
     """The scale section's largest file set measured as the ordered TTree and as RNTuple."""
-    part = _root_first(ok_points(stats, "scale"))
+    part = _root_first(ok_points(stats, SCALE))
     if part.empty or "fileset" not in part:
         return None, part.iloc[0:0]
     part = part[(part["layout"] == TTREE_LAYOUT) | (part["format"] == "RNTuple")]
@@ -146,7 +157,7 @@ def format_advice(stats: pd.DataFrame) -> Recommendation | None:
     """TTree against RNTuple per protocol, each at its best cache setting, from the files
     closest to the site's (the scale section's largest, else the format section's), with the
     other section named; and whether RNTuple's cluster cache must stay on."""
-    small = _root_first(ok_points(stats, "format"))
+    small = _root_first(ok_points(stats, NAME))
     small_ratios = format_ratios(small)
     fileset, large = _scale_part(stats)
     large_ratios = format_ratios(large) if fileset else {}
@@ -175,4 +186,28 @@ def format_advice(stats: pd.DataFrame) -> Recommendation | None:
         "scale_ttree_over_rntuple_wall": {k: as_evidence(v) for k, v in large_ratios.items()},
         "cluster_cache_off_over_on_wall": cache_evidence,
     }
-    return Recommendation("format", text, link("format_wall"), evidence)
+    return Recommendation(NAME, text, SECTION.link("format_wall"), evidence)
+
+
+SECTION = Section(
+    NAME,
+    "File format: TTree and RNTuple",
+    (
+        "File format: the ordered TTree against RNTuple (the same events), cache off and on (the "
+        "TTreeCache for TTree, the cluster cache for RNTuple), per protocol and engine."
+    ),
+    Statistics({"format": "format", "layout": "layout", "cache_state": "cache",
+                "protocol": "protocol", "engine": "engine", **WALL,
+                "mb_per_s_median": "MB/s", **EFFICIENCY,
+                "mb_per_s_of_limit": "MB/s, share of calibrated", **READS, **JOBS},
+               percent=("cpu_efficiency_median", "mb_per_s_of_limit")),
+    figures={
+        "format_wall": "fig-format-wall",
+        "format_throughput": "fig-format-throughput",
+        "format_ratio": "fig-format-ratio",
+        "format_table": "fig-format-table",
+    },
+    page=("format_wall", "format_throughput", "format_ratio", "format_table", "format_failures"),
+    advice=stats_only(format_advice),
+    advice_rank=5,
+)  # fmt: skip

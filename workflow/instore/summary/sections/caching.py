@@ -1,4 +1,4 @@
-"""The caching advice: direct access, stage-in and a site cache across RTTs (the caching
+"""The caching section: direct access, stage-in and a site cache across RTTs (the caching
 section's what-if curves), and where each method stops being good enough."""
 
 from __future__ import annotations
@@ -7,7 +7,9 @@ import pandas as pd
 
 from instore.access import STAGE_IN, XCACHE, XROOTD
 from instore.summary.advice import EFFICIENCY_FLOOR, Recommendation, ok_points
-from instore.summary.figures import link
+from instore.summary.sections.base import EFFICIENCY, WALL, Section, Statistics
+
+NAME = "caching"
 
 
 def access_method(protocol: str, cache_state: object) -> str:
@@ -20,7 +22,7 @@ def access_method(protocol: str, cache_state: object) -> str:
 def caching_curves(stats: pd.DataFrame) -> pd.DataFrame:
     """Median CPU efficiency and wall time per read kind, access method and RTT (the caching
     section's what-if curves), one row each."""
-    part = ok_points(stats, "caching").dropna(subset=["rtt_ms"])
+    part = ok_points(stats, NAME).dropna(subset=["rtt_ms"])
     methods = [
         access_method(p, c) for p, c in zip(part["protocol"], part["cache_state"], strict=True)
     ]
@@ -99,4 +101,24 @@ def caching(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendat
     if not phrases:
         return None
     text = "; ".join(phrases)
-    return Recommendation("caching", text[0].upper() + text[1:] + ".", link("caching"), evidence)
+    return Recommendation(NAME, text[0].upper() + text[1:] + ".", SECTION.link("caching"), evidence)
+
+
+SECTION = Section(
+    NAME,
+    "Site cache and round-trip time",
+    (
+        "Site cache and round-trip time: direct xrootd, stage-in and an XCache (cold and warm) "
+        "across RTTs, for full and sparse reads."
+    ),
+    Statistics({"reads": "reads", "method": "method", "rtt_ms": "RTT (ms)",
+                "rtt_ms_measured_median": "RTT measured (ms, median)", **WALL,
+                **EFFICIENCY, "bytes_read_median": "bytes read per job (median)",
+                "link_bytes_read_median": "bytes over the link (median)",
+                "jobs_ok": "jobs"},
+               percent=("cpu_efficiency_median",)),
+    figures={"caching": "fig-caching"},
+    page=("caching", "caching_table"),
+    advice=caching,
+    advice_rank=6,
+)  # fmt: skip
