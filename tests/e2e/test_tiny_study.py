@@ -71,6 +71,16 @@ def _sites_in_plan(dry_run: str) -> set[str]:
     return set(re.findall(r"wildcards: site=([\w-]+)", dry_run))
 
 
+def _rules_by_site(dry_run: str) -> dict[str, set[str]]:
+    """Each site in a dry run's plan -> the rules it would run for that site."""
+    found: dict[str, set[str]] = {}
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", dry_run):
+        rule, site = re.match(r"(?:local)?rule (\w+):", block), re.search(r"site=([\w-]+)", block)
+        if rule and site:
+            found.setdefault(site.group(1), set()).add(rule.group(1))
+    return found
+
+
 @pytest.fixture(scope="module")
 def study(
     tmp_path_factory: pytest.TempPathFactory,
@@ -119,8 +129,13 @@ def test_editing_one_site_redoes_only_that_site(
     site_file.write_text(before)  # put it back as it was, so later tests see the study unchanged
     os.utime(site_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert plan.returncode == 0, plan.stderr[-2000:]
-    assert _sites_in_plan(plan.stdout) == {"tiny-b"}
-    assert len(re.findall(r"rule sweep_site:", plan.stdout)) == 1
+    rules = _rules_by_site(plan.stdout)
+    assert (
+        "sweep_site" in rules["tiny-b"] and len(re.findall(r"rule sweep_site:", plan.stdout)) == 1
+    )
+    # the other site measures nothing again: only its overview, whose analyses-by-sites grid
+    # predicts every trace on every site's profile (tiny-b's among them), is drawn again
+    assert rules.get("tiny-a", set()) <= {"execute_overview", "render_site_index"}, rules
 
 
 def test_a_failing_notebook_fails_the_pipeline_with_its_error(
