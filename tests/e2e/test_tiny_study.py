@@ -67,10 +67,6 @@ def _snakemake(work: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=1500)
 
 
-def _sites_in_plan(dry_run: str) -> set[str]:
-    return set(re.findall(r"wildcards: site=([\w-]+)", dry_run))
-
-
 def _rules_by_site(dry_run: str) -> dict[str, set[str]]:
     """Each site in a dry run's plan -> the rules it would run for that site."""
     found: dict[str, set[str]] = {}

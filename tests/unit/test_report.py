@@ -216,6 +216,25 @@ def test_a_section_without_runs_names_the_possible_reasons_and_the_sweep_log(
     assert f"this site offers {', '.join(offered)}" in note and "sweep.log" in note
 
 
+def test_a_section_without_runs_says_so_once_however_many_parts_its_page_has(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caching page of a site without an XCache said "No point of caching ran" twice, once
+    for its plot and once for its table."""
+    from instore.report import caching, show
+
+    records = rows().query("site == 'fixture-cold' and section == 'protocols'")
+    results = write_results(tmp_path, records)
+    write(results, "fixture-cold", *summarize(results, "fixture-cold"))
+    shown: list[str] = []
+    monkeypatch.setattr(show, "_display", shown.append)
+    view = caching.SiteView.load("fixture-cold", results)
+    caching.caching(view)
+    caching.caching_table(view)
+    notes = [m for m in shown if "caching" in m and ("No point of" in m or "No successful" in m)]
+    assert len(notes) == 1, shown
+
+
 def test_conditions_read_as_a_short_table_with_units() -> None:
     """Not ~60 flattened keys: one line per thing a site admin checks, the JSON collapsed."""
     from instore.report.conditions import condition_rows, conditions_html

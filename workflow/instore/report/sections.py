@@ -37,10 +37,12 @@ from instore.summary.sections.readahead import NAME as READAHEAD
 
 
 def has_runs(view: SiteView, section: str) -> bool:
-    """True when the section has successful rows; otherwise say so on the page."""
+    """True when the section has successful rows; otherwise say so on the page, once."""
     if section in view.sections and len(view.points(section)):
         return True
-    show.note(no_runs_note(view, section))
+    if section not in view.told_empty:
+        view.told_empty.add(section)
+        show.note(no_runs_note(view, section))
     return False
 
 

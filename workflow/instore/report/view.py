@@ -28,6 +28,9 @@ class SiteView:
     site: str
     results: Path
     limits: Limits = field(default_factory=Limits)
+    # The sections whose page already said why it has nothing to show (said once a page, however
+    # many of its parts ask)
+    told_empty: set[str] = field(default_factory=set, compare=False, repr=False)
 
     @classmethod
     def load(cls, site: str, results: str | Path) -> SiteView:
