@@ -23,7 +23,7 @@ from instore.site.calibrate import fio
 from instore.site.emulated import EmulatedLive, existing, teardown
 from instore.site.emulated.delay import measure_rtt_ms
 from instore.site.emulated.names import SiteNames
-from instore.site.emulated.system import in_netns
+from instore.site.emulated.system import in_netns, instance_log
 
 from tests.cli import Cli
 
@@ -195,6 +195,15 @@ def test_unordered_cache_off_at_least_5x_slower_on_lan_hdd(
         f"lan-hdd: ordered+cache {fast['wall_s']:.2f} s, unordered no cache {slow['wall_s']:.2f} s"
     )
     assert slow["wall_s"] >= 5 * fast["wall_s"]
+
+
+def test_the_servers_logs_are_where_a_start_failure_looks(site: EmulatedLive) -> None:
+    """xrootd -l FILE -n INSTANCE writes INSTANCE/FILE: a start failure quotes that log."""
+    names = site.names
+    assert instance_log(names.xrootd_dir / "xrootd.log", names.netns).is_file()
+    if site.config.cache is not None:
+        xcache = instance_log(names.xcache_dir / "xcache.log", f"{names.netns}-xcache")
+        assert xcache.is_file()
 
 
 def test_preflight_of_a_running_emulated_site_passes(site: EmulatedLive) -> None:

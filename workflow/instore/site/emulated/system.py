@@ -123,3 +123,28 @@ def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str, fix: st
             return
         time.sleep(0.05)
     raise InstoreError(f"{what} did not happen within {timeout_s:g} s", fix)
+
+
+def instance_log(log: Path, instance: str) -> Path:
+    """Where xrootd started with ``-l log -n instance`` writes its log: in a directory named
+    after the instance, beside the path it was given."""
+    return log.parent / instance / log.name
+
+
+# Words of the lines of an xrootd log that say why it stopped, the likeliest first
+_CAUSE = ("error", "fail", "unable", "denied", "in use", "invalid", "not ")
+
+
+def exited_at_start(what: str, log: Path) -> InstoreError:
+    """A server that exited at start, with the line of its log that says why: the log goes
+    with the site's directory when the site is torn down."""
+    lines = (
+        [ln.strip() for ln in log.read_text(errors="replace").splitlines()] if log.is_file() else []
+    )
+    lines = [ln for ln in lines if ln]
+    cause = next((ln for word in _CAUSE for ln in reversed(lines) if word in ln.lower()), None)
+    said = f": its log says {(cause or lines[-1])[-300:]!r}" if lines else " (it wrote no log)"
+    return InstoreError(
+        f"{what} exited at start{said}",
+        f"its log {log} is removed with the site; `instore site up SITE` leaves it to read",
+    )

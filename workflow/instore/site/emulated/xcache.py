@@ -15,11 +15,10 @@ import socket
 import subprocess
 from pathlib import Path
 
-from instore.errors import InstoreError
 from instore.site import roles
 from instore.site.config import Cache
 from instore.site.emulated.names import PREFIX, WORK_ROOT, XROOTD_PORT, SiteNames
-from instore.site.emulated.system import run, stop_pid, wait_for
+from instore.site.emulated.system import exited_at_start, instance_log, run, stop_pid, wait_for
 
 CONFIG = "xcache.cfg"
 
@@ -101,11 +100,11 @@ def _listening(port: int) -> bool:
 
 def wait_ready(names: SiteNames, proc: subprocess.Popen[bytes], timeout_s: float = 20) -> None:
     """The cache port answers, or the server's start failed (e.g. pfc.ram under 1g)."""
-    log = names.xcache_dir / "xcache.log"
+    log = instance_log(names.xcache_dir / "xcache.log", f"{names.netns}-xcache")
     wait_for(lambda: proc.poll() is not None or _listening(names.xcache_port), timeout_s,
              f"XCache for {names.site} listening", f"see {log}")  # fmt: skip
     if proc.poll() is not None:
-        raise InstoreError(f"XCache for {names.site} exited at start", f"see {log}")
+        raise exited_at_start(f"XCache for {names.site}", log)
 
 
 def purge(names: SiteNames) -> None:

@@ -9,11 +9,16 @@ import pwd
 import socket
 import subprocess
 
-from instore.errors import InstoreError
 from instore.site import roles
 from instore.site.emulated import blkio
 from instore.site.emulated.names import HTTP_PORT, XROOTD_PORT, SiteNames
-from instore.site.emulated.system import in_netns, stop_pid, wait_for
+from instore.site.emulated.system import (
+    exited_at_start,
+    in_netns,
+    instance_log,
+    stop_pid,
+    wait_for,
+)
 
 CLONE_NEWUTS = 0x04000000
 
@@ -88,10 +93,10 @@ def wait_ready(names: SiteNames, proc: subprocess.Popen[bytes], timeout_s: float
             return True  # reported below
         return all(_listening(names.storage_ip, p) for p in (XROOTD_PORT, HTTP_PORT))
 
-    log = names.xrootd_dir / "xrootd.log"
+    log = instance_log(names.xrootd_dir / "xrootd.log", names.netns)
     wait_for(ready, timeout_s, f"xrootd for {names.site} listening", f"see {log}")
     if proc.poll() is not None:
-        raise InstoreError(f"xrootd for {names.site} exited at start", f"see {log}")
+        raise exited_at_start(f"xrootd for {names.site}", log)
 
 
 def stop(pid: int) -> None:
