@@ -260,7 +260,7 @@ def test_preflight_names_a_changed_file_by_its_checksum(uploaded: Grid, cli: Cli
     assert len(lines) == 3, lines  # xrootd, stage-in (root://) and http
     for line in lines:
         assert "adler32 of " in line and f"//{name} is 0x" in line
-        assert line.endswith("the copy is corrupt; remove it and rerun upload")
+        assert line.endswith(upload_module.REUPLOAD)
 
 
 def test_a_sweep_refuses_to_start_on_an_expired_proxy(

@@ -32,10 +32,10 @@ def test_compare_absent_equal_and_differing() -> None:
     with pytest.raises(InstoreError) as err:
         upload.compare(url, 10, "0000abcd", upload.Remote(10, "0000abce"))
     assert str(err.value) == (
-        "adler32 of root://h//x.root is 0x0000abce but the local file's is 0x0000abcd: "
-        "the copy is corrupt; remove it and rerun upload"
+        "adler32 of root://h//x.root is 0x0000abce but the local file's is 0x0000abcd -- "
+        + upload.REUPLOAD
     )
-    with pytest.raises(InstoreError, match=r"^size of root://h//x.root is 9 but .* rerun upload$"):
+    with pytest.raises(InstoreError, match=r"^size of root://h//x.root is 9 but .* by hand$"):
         upload.compare(url, 10, "0000abcd", upload.Remote(9, "0000abcd"))
     with pytest.raises(InstoreError, match=r"no adler32 of the copy to compare with"):
         upload.compare(url, 10, "0000abcd", upload.Remote(10, None))
@@ -73,5 +73,35 @@ def test_posix_upload_copies_then_skips_then_stops_on_a_corrupt_copy(tmp_path: P
                                   "adler32": upload.adler32(files[0]), "action": "present",
                                   "checksum_from": "read here"}  # fmt: skip
     (store / "d" / "b.root").write_bytes(b"\x02" * 1000)
-    with pytest.raises(InstoreError, match=r"^adler32 of .*/b.root is 0x.* the copy is corrupt"):
+    with pytest.raises(
+        InstoreError, match=r"^adler32 of .*/b.root is 0x.* no upload of this study"
+    ):
         upload.upload(site, files)
+
+
+def test_the_full_profiles_files_replace_the_quick_ones_an_earlier_upload_placed(
+    tmp_path: Path,
+) -> None:
+    """A site admin's quick study uploads 8 MB files, then the full study's 16 MB files of the
+    same names: the upload replaces the copies its own earlier upload placed (its ledger), and
+    still stops on a copy it never placed. The full study stopped there, calling the quick
+    profile's copy corrupt."""
+    store, ledger = tmp_path / "store", tmp_path / "results" / "s" / upload.LEDGER
+    site = load_site(write_real_site(tmp_path / "s.yaml", {"posix": f"{store}/{{file}}"}))
+    quick, full = tmp_path / "quick", tmp_path / "full"
+    for directory, size in ((quick, 800), (full, 1600)):
+        directory.mkdir()
+        for name in ("ordered-r0.root", "unordered-r0.root"):
+            (directory / name).write_bytes(name.encode() * (size // len(name)))
+    first = upload.upload(site, sorted(quick.iterdir()), ledger=ledger)
+    assert [f["action"] for f in first["files"]] == ["copied", "copied"]  # type: ignore[index]
+    (store / "unordered-r0.root").write_bytes(b"someone else's")  # not a copy we placed
+    with pytest.raises(InstoreError) as err:
+        upload.upload(site, sorted(full.iterdir()), ledger=ledger)
+    assert str(err.value).endswith(upload.FOREIGN) and "unordered-r0.root" in str(err.value)
+    assert (store / "ordered-r0.root").read_bytes() == (full / "ordered-r0.root").read_bytes()
+    (store / "unordered-r0.root").unlink()
+    again = upload.upload(site, sorted(full.iterdir()), ledger=ledger)
+    assert [f["action"] for f in again["files"]] == ["present", "copied"]  # type: ignore[index]
+    for name in ("ordered-r0.root", "unordered-r0.root"):
+        assert (store / name).read_bytes() == (full / name).read_bytes()

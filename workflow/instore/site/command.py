@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -146,14 +147,17 @@ def _upload(args: argparse.Namespace) -> int:
     total = sum(f.stat().st_size for f in files if f.is_file()) * len(upload.targets(cfg))
     with tqdm(total=total, unit="B", unit_scale=True, disable=not args.progress,
               desc=f"upload {cfg.name}") as bar:  # fmt: skip
-        record = upload.upload(cfg, files, bar.update)
+        ledger = Path(args.results) / cfg.name / upload.LEDGER
+        record = upload.upload(cfg, files, bar.update, ledger)
     marker = Path(args.marker or Path(args.results) / cfg.name / "upload.json")
     upload.write_marker(record, marker)
     for line in upload.notes(record):
         print(line, file=sys.stderr)
-    copied = sum(1 for f in record["files"] if f["action"] == "copied")  # type: ignore[attr-defined]
-    print(f"site {cfg.name}: {copied} copied, {len(record['files']) - copied} already there "  # type: ignore[arg-type]
-          f"and equal (size, adler32); {marker}", file=sys.stderr)  # fmt: skip
+    actions = Counter(f["action"] for f in record["files"])  # type: ignore[attr-defined]
+    replaced = (f", {actions['replaced']} replaced (an earlier upload's files of the same name)"
+                if actions["replaced"] else "")  # fmt: skip
+    print(f"site {cfg.name}: {actions['copied']} copied{replaced}, {actions['present']} already "
+          f"there and equal (size, adler32); {marker}", file=sys.stderr)  # fmt: skip
     return 0
 
 

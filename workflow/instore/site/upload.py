@@ -2,7 +2,10 @@
 
 Each file is checked the way WLCG storage checks transfers, by size and adler32: a copy that
 is already there and equal is skipped, a new copy is verified after it lands, and any
-difference stops the upload with one line (a corrupt replica must not be measured). Copies go
+difference stops the upload with one line (a corrupt replica must not be measured), unless the
+copy is one an earlier upload of this study put there (its ledger, ``uploads.jsonl`` in the
+site's results, says so): files of another profile under the same names, which are replaced.
+Copies go
 through ``instore.storage`` with the jobs' grid credentials: xrdcp for XRootD, an authenticated
 PUT for HTTP and WebDAV, a copy for paths. A storage that reports no adler32 has its copies
 read back to compute one (and the upload says so). The marker it writes names, sizes and
@@ -59,13 +62,47 @@ class Placed:
 
 
 class CopyDiffers(InstoreError):
-    """The copy behind an endpoint is not the local file (another size or adler32)."""
+    """The copy behind an endpoint is not the local file (another size or adler32): what it
+    is, so that a copy an earlier upload put there can be told from any other."""
+
+    def __init__(self, url: str, what: str, remote: Remote, local: str) -> None:
+        shown = str(remote.size) if what == "size" else f"0x{remote.adler32}"
+        self.differs = f"{what} of {url} is {shown} but the local file's is {local}"
+        super().__init__(self.differs, REUPLOAD)
+        self.remote = remote
 
 
-def mismatch_line(url: str, what: str, remote: str, local: str) -> str:
-    """The one line that stops an upload on a corrupt (or foreign) remote copy."""
-    return (f"{what} of {url} is {remote} but the local file's is {local}: "
-            "the copy is corrupt; remove it and rerun upload")  # fmt: skip
+# What a copy that differs asks for where it is found (a preflight, a sweep's check) ...
+REUPLOAD = ("rerun `instore site upload`, which replaces the copies this study's uploads "
+            "placed (other files of the same names); remove any other copy by hand")  # fmt: skip
+# ... and where the upload itself meets one that no upload of this study placed
+FOREIGN = ("no upload of this study placed it (uploads.jsonl in the site's results): remove "
+           "it by hand if it is a corrupt or stale copy, or point the site file's endpoints at "
+           "another directory")  # fmt: skip
+
+
+# The site's record of every copy its uploads placed (url, size, adler32), appended as each
+# lands: an upload replaces a copy that differs only where the copy is one of these.
+LEDGER = "uploads.jsonl"
+
+
+def read_ledger(path: Path | None) -> dict[str, Remote]:
+    """The copies earlier uploads placed, by URL (the latest of each)."""
+    if path is None or not path.is_file():
+        return {}
+    placed = {}
+    for line in path.read_text().splitlines():
+        entry = json.loads(line) if line.strip() else None
+        if entry:
+            placed[entry["url"]] = Remote(entry["size"], entry["adler32"])
+    return placed
+
+
+def _ours(err: CopyDiffers, earlier: Remote | None) -> bool:
+    """Whether the copy that differs is the one an earlier upload placed."""
+    if earlier is None or err.remote.size != earlier.size:
+        return False
+    return err.remote.adler32 is None or normal_adler32(err.remote.adler32) == earlier.adler32
 
 
 def compare(url: str, size: int, checksum: str | None, remote: Remote | None) -> bool:
@@ -75,14 +112,14 @@ def compare(url: str, size: int, checksum: str | None, remote: Remote | None) ->
     if remote is None:
         return False
     if remote.size != size:
-        raise CopyDiffers(mismatch_line(url, "size", str(remote.size), str(size)))
+        raise CopyDiffers(url, "size", remote, str(size))
     if checksum is None:
         return True
     if remote.adler32 is None:
         raise InstoreError(f"{url}: no adler32 of the copy to compare with",
                            "ask the storage for one, or read the copy back")  # fmt: skip
     if normal_adler32(remote.adler32) != checksum:
-        raise CopyDiffers(mismatch_line(url, "adler32", f"0x{remote.adler32}", f"0x{checksum}"))
+        raise CopyDiffers(url, "adler32", remote, f"0x{checksum}")
     return True
 
 
@@ -115,17 +152,26 @@ def put(local: Path, url: str) -> None:
 # --- the upload ------------------------------------------------------------------------------
 
 
-def place(local: Path, checksum: str, protocol: str, url: str) -> Placed:
-    """One file behind one endpoint: skipped if equal, else copied and verified."""
+def place(
+    local: Path, checksum: str, protocol: str, url: str, earlier: Remote | None = None
+) -> Placed:
+    """One file behind one endpoint: skipped if equal, else copied and verified; a copy that
+    differs is replaced only when it is ``earlier``, the one an earlier upload placed."""
     size = local.stat().st_size
-    before = found(url, size, checksum)
+    action = "copied"
+    try:
+        before = found(url, size, checksum)
+    except CopyDiffers as err:
+        if not _ours(err, earlier):
+            raise InstoreError(err.differs, FOREIGN) from err
+        before, action = None, "replaced"
     if before is not None and before.checksum is not None:
         return Placed(local.name, protocol, size, checksum, "present", before.checksum.how)
     put(local, url)
     after = found(url, size, checksum)
     if after is None or after.checksum is None:
         raise InstoreError(f"{url}: the copy is not there after upload", "check the endpoint")
-    return Placed(local.name, protocol, size, checksum, "copied", after.checksum.how)
+    return Placed(local.name, protocol, size, checksum, action, after.checksum.how)
 
 
 def notes(record: dict[str, object]) -> list[str]:
@@ -152,20 +198,27 @@ def targets(site: SiteConfig) -> list[tuple[str, str]]:
 
 
 def upload(
-    site: SiteConfig, files: Iterable[Path], progress: Callable[[int], None] | None = None
+    site: SiteConfig,
+    files: Iterable[Path],
+    progress: Callable[[int], None] | None = None,
+    ledger: Path | None = None,
 ) -> dict[str, object]:
-    """Place every file behind every endpoint; the marker's content (no secrets)."""
+    """Place every file behind every endpoint, noting each copy in ``ledger`` as it lands;
+    the marker's content (no secrets)."""
     if site.emulated:
         raise InstoreError(f"site {site.name} is emulated: its files are put there at bring-up",
                            "upload is for real sites")  # fmt: skip
     credentials.require(site.auth, site.name)
+    earlier = read_ledger(ledger)
     placed: list[Placed] = []
     for local in sorted(Path(f) for f in files):
         if not local.is_file():
             raise InstoreError(f"{local}: no such file", "run the data step first, or fix --files")
         checksum = adler32(local)
         for proto, template in targets(site):
-            placed.append(place(local, checksum, proto, template.format(file=local.name)))
+            url = template.format(file=local.name)
+            placed.append(place(local, checksum, proto, url, earlier.get(url)))
+            _note(ledger, url, placed[-1])
             if progress is not None:
                 progress(local.stat().st_size)
     return {
@@ -174,6 +227,16 @@ def upload(
         "endpoints": {p: t for p, t in targets(site)},
         "files": [asdict(p) for p in placed],
     }
+
+
+def _note(ledger: Path | None, url: str, placed: Placed) -> None:
+    """Append the copy now behind ``url`` to the ledger: one of this study's files, copied or
+    found equal."""
+    if ledger is not None:
+        ledger.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"url": url, "size": placed.size, "adler32": placed.adler32, "at": utc_now()}
+        with ledger.open("a") as out:
+            out.write(json.dumps(entry) + "\n")
 
 
 def write_marker(record: dict[str, object], path: Path) -> None:
