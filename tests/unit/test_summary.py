@@ -115,8 +115,8 @@ def test_a_calibration_with_an_rtt_alone_says_what_it_holds() -> None:
     told = from_calibration({"rtt_ms": 0.42, "protocols": {}}).describe()
     assert told == (
         "No throughput limits: its calibration holds an RTT of 0.42 ms to the storage; no "
-        "whole-file read (the calibration file's size was unknown: its site file gives no "
-        "posix endpoint to stat it); no disk figure (fio needs the site file's "
+        "whole-file read (the calibration file's size was unknown: no posix endpoint and no "
+        "storage endpoint reported it); no disk figure (fio needs the site file's "
         "calibration.posix_dir)"
     )
     told = from_calibration({"fio": {"seq_read_mb_per_s": 78.8, "rand_read_iops": 150.2},

@@ -19,12 +19,16 @@ nothing that imports this module back).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from instore.access import IN_PLACE
 from instore.errors import InstoreError
 from instore.payload.threads import CLUSTER, EXECUTORS, IMPLICIT
 from instore.urls import is_http
 from instore.vocabulary import ENGINES, LAYOUTS, PROTOCOLS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Which client reads a protocol: ROOT's own (root://: TNetXNG over XrdCl; http: XrdClHttp or
 # Davix, as instore.rootenv finds), or the Python process's (root://: PyPI xrootd; http:
@@ -54,6 +58,9 @@ class EngineSpec:
     warm_imports: tuple[str, ...] = ()  # what its warm payload imports for it before forking
     in_place: bool = False  # reads only where the file is: no protocol that copies it first
     replays_traces: bool = False  # a point that replays a recorded trace reads with it
+    # the engine whose points a section's summary compares where several engines measured one
+    # (ROOT's: what most analyses read with), so that a comparison is of one engine's jobs
+    compared_first: bool = False
 
     @property
     def layouts(self) -> tuple[str, ...]:
@@ -71,7 +78,7 @@ SPECS: dict[str, EngineSpec] = {
         EngineSpec(
             "root", READ_COMMAND, "instore.payload.engine_root", payload="root",
             http=ROOT_CLIENT, xrootd=ROOT_CLIENT, client_cache=True,
-            thread_modes=(CLUSTER, IMPLICIT),
+            thread_modes=(CLUSTER, IMPLICIT), compared_first=True,
         ),
         EngineSpec(
             "uproot", READ_COMMAND, "instore.payload.engine_uproot", payload="uproot",
@@ -95,6 +102,16 @@ FILE_MODULES: dict[str, str] = {s.name: s.module for s in SPECS.values() if s.mo
 PAYLOADS: tuple[str, ...] = tuple(dict.fromkeys(s.payload for s in SPECS.values()))
 MT_MODES: tuple[str, ...] = tuple(dict.fromkeys(m for s in SPECS.values() for m in s.thread_modes))
 (REPLAY_ENGINE,) = (s.name for s in SPECS.values() if s.replays_traces)
+(COMPARED_ENGINE,) = (s.name for s in SPECS.values() if s.compared_first)
+
+
+def compared_points(points: pd.DataFrame) -> pd.DataFrame:
+    """A section's points of the engine its summary compares, where that engine measured any
+    (``COMPARED_ENGINE``); else all of them."""
+    if "engine" not in points:
+        return points
+    ours = points[points["engine"] == COMPARED_ENGINE]
+    return ours if len(ours) else points
 
 
 def forked_by(payload: str) -> tuple[EngineSpec, ...]:

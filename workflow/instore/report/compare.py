@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from instore.errors import InstoreError
+from instore.payload.specs import compared_points
 from instore.report import intervals, show
 from instore.report.plots import interval_bars, iqr, panels
 from instore.summary.command import summary_path
@@ -67,8 +68,7 @@ def load_summaries(results: str | Path, sites: list[str] | None = None) -> pd.Da
 
 def same_work(stats: pd.DataFrame) -> pd.DataFrame:
     """The protocols section's ROOT-engine points: the one workload every site ran."""
-    part = stats[(stats["section"] == PROTOCOLS) & (stats["engine"] == "root")]
-    return part if len(part) else stats[stats["section"] == PROTOCOLS]
+    return compared_points(stats[stats["section"] == PROTOCOLS])
 
 
 def setups_points(stats: pd.DataFrame) -> pd.DataFrame:
@@ -246,9 +246,7 @@ def format_table(stats: pd.DataFrame) -> pd.DataFrame:
     faster RNTuple is (``speedup``, with the ratio's interval)."""
     from instore.summary.sections.format import format_name
 
-    part = stats[(stats["section"] == FORMAT) & (stats["jobs_ok"] > 0)]
-    root = part[part["engine"] == "root"]
-    part = root if len(root) else part
+    part = compared_points(stats[(stats["section"] == FORMAT) & (stats["jobs_ok"] > 0)])
     part = part.assign(format=part["layout"].map(format_name)).dropna(subset=["wall_s_median"])
     keys = ["site", "protocol"]
     tree = _fastest(part[part["format"] == "TTree"]).set_index(keys)

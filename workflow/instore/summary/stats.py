@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from instore.payload.specs import REPLAY_ENGINE
 from instore.study.grid import KNOBS
 from instore.summary.interval import median_interval
 from instore.summary.limits import Limits
@@ -68,7 +69,7 @@ def _replay_as_job(rows: pd.DataFrame) -> pd.DataFrame:
         if column not in rows:
             rows[column] = np.nan
     if "predicted_cpu_efficiency" in rows:
-        replay = rows["engine"] == "replay"
+        replay = rows["engine"] == REPLAY_ENGINE
         rows.loc[replay, "cpu_efficiency"] = rows.loc[replay, "predicted_cpu_efficiency"]
         wall = rows.loc[replay, "wall_s"].where(rows.loc[replay, "wall_s"] > 0)
         rows.loc[replay, "mb_per_s"] = rows.loc[replay, "bytes_read"] / 1e6 / wall

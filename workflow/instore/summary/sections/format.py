@@ -15,6 +15,7 @@ import math
 
 import pandas as pd
 
+from instore.payload.specs import compared_points
 from instore.summary.advice import (
     NO_DIFFERENCE,
     WALL_TOLERANCE,
@@ -48,8 +49,7 @@ def format_name(layout: str) -> str:
 
 def _root_first(part: pd.DataFrame) -> pd.DataFrame:
     """The ROOT engine's points when it was measured (as the protocol advice does)."""
-    if "engine" in part and (part["engine"] == "root").any():
-        part = part[part["engine"] == "root"]
+    part = compared_points(part)
     return part.assign(format=part["layout"].map(format_name))
 
 

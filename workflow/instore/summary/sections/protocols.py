@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from instore.payload.specs import compared_points
 from instore.summary.advice import (
     NO_DIFFERENCE,
     Recommendation,
@@ -30,9 +31,7 @@ NAME = "protocols"
 def protocols(stats: pd.DataFrame) -> Recommendation | None:
     """The protocol with the best median CPU efficiency (ROOT engine when it was measured),
     named only when its efficiency over the worst one's has an interval that excludes 1."""
-    part = ok_points(stats, NAME)
-    if (part["engine"] == "root").any():
-        part = part[part["engine"] == "root"]
+    part = compared_points(ok_points(stats, NAME))
     eff = part.groupby("protocol")["cpu_efficiency_median"].median().sort_values()
     if len(eff) < 2:
         return None
