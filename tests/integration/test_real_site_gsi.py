@@ -312,8 +312,8 @@ def _report(results: Path, out: Path, data: Path) -> list[Path]:
     pages = []
     for name in ("cache", "protocols"):
         executed, page = out / f"{name}.ipynb", out / f"{name}.html"
-        assert main(["report", "execute", str(NOTEBOOKS / f"{name}.ipynb"), "--out",
-                     str(executed), *params]) == 0  # fmt: skip
+        assert main(["report", "execute", str(NOTEBOOKS / "section.ipynb"), "--out",
+                     str(executed), *params, "-p", f"section={name}"]) == 0  # fmt: skip
         assert main(["report", "render", str(executed), "--out", str(page)]) == 0
         pages.append(page)
     return pages
