@@ -184,3 +184,10 @@ def baseline_inputs(wildcards):
         return [str(p) for p in site_files(Path(BASELINE), wildcards.site)]
     except InstoreError as err:
         raise WorkflowError(f"instore: {STUDY_FILE}: baseline: {err}")
+
+
+def page_files(wildcards):
+    """The generated files, for a section whose page draws from them (its module says so)."""
+    from instore.summary.sections import REGISTRY
+
+    return FILES if REGISTRY[wildcards.name].files else []

@@ -6,13 +6,6 @@
 NOTEBOOKS = Path(workflow.basedir) / "notebooks"
 
 
-def page_files(wildcards):
-    """The generated files, for a section whose page draws from them (its module says so)."""
-    from instore.summary.sections import REGISTRY
-
-    return FILES if REGISTRY[wildcards.name].files else []
-
-
 rule summarize_site:
     input:
         sections=lambda w: expand(f"{RESULTS}/{w.site}/{{s}}.parquet", s=SECTIONS_RUN),
