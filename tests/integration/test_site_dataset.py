@@ -21,7 +21,7 @@ from instore.site.config import load_site
 from instore.site.real import RealLive, site_dataset
 from instore.study import load_study
 from instore.sweep.options import SweepOptions
-from instore.sweep.plan import files_for, plan
+from instore.sweep.plan import plan
 
 from tests.cli import Cli
 from tests.conftest import write_real_site, write_small_study
@@ -128,14 +128,14 @@ def test_preflight_lists_what_the_dataset_holds_and_the_sweep_plans_from_it(
     assert reasons[1:] == ["the dataset has no unordered TTree files (it holds: 1 RNTuple, "
                            "2 ordered TTree)"]  # fmt: skip
     fill3 = next(p for p, _ in planned.todo if p.fill == 3)
-    assert files_for(fill3, study, planned.dataset) == ["cms/flat.root", "cms/nano.root",
+    assert planned.inputs.files(fill3) == ["cms/flat.root", "cms/nano.root",
                                                         "cms/flat.root"]  # fmt: skip
     assert len(planned.todo) == 4  # ordered, rntuple, all branches, fill 3
 
     # a job reads a dataset file through the site's URL for it, as the sweep builds it
     url = RealLive(load_site(path), []).url("xrootd", "cms/nano.root")
     read = cli("read", url, "--engine", "uproot",
-               "--tree", planned.dataset.tree, "--branches", "agc-2.7",  # type: ignore[union-attr]
+               "--tree", planned.inputs.tree(fill3), "--branches", "agc-2.7",
                env={**os.environ, **no_credentials})  # fmt: skip
     record = json.loads(read.stdout)
     assert record["error"] is None and record["events"] == 200, read.stderr

@@ -12,7 +12,7 @@ from instore.payload.branchsets import BRANCH_SETS
 from instore.payload.pattern import select_branches
 from instore.study import expand, load_study
 from instore.study.grid import Point
-from instore.sweep.plan import files_for
+from instore.sweep.plan import Inputs
 
 NANO_NAMES = ["nJet", "Jet_pt", "Jet_eta", "Jet_phi", "Jet_mass", "Jet_btagCSVV2", "nMuon",
               "Muon_pt", "Muon_eta", "nElectron", "Electron_pt", "MET_pt", "HLT_IsoMu24"]  # fmt: skip
@@ -76,12 +76,12 @@ def test_points_read_their_file_set_with_its_replicas_tree_and_repetitions(tmp_p
     for p in points:
         by_set.setdefault(p.fileset, []).append(p)
     assert {k: len(v) for k, v in by_set.items()} == {None: 1, "nano16": 1, "nano1g": 1}
-    assert files_for(by_set[None][0], study) == ["unordered-r0.root", "unordered-r1.root"]
-    assert files_for(by_set["nano16"][0], study) == [
+    assert Inputs(study).files(by_set[None][0]) == ["unordered-r0.root", "unordered-r1.root"]
+    assert Inputs(study).files(by_set["nano16"][0]) == [
         "nano16-unordered-r0.root",
         "nano16-unordered-r1.root",
     ]
-    assert files_for(by_set["nano1g"][0], study) == ["nano1g-unordered-r0.root"] * 2
+    assert Inputs(study).files(by_set["nano1g"][0]) == ["nano1g-unordered-r0.root"] * 2
     assert (study.tree_of(None), study.tree_of("nano1g")) == ("events", "Events")
     assert study.layouts_of("nano1g") == {"ordered", "unordered"}
 

@@ -131,17 +131,17 @@ def test_fixed_time_replays_deal_out_the_sets_other_copies_to_later_passes(
                            "protocol": ["posix"]}},
     ))  # fmt: skip
     by_fill = {p.fill: p for p in expand(study, "load")}
-    one = sweep_plan.pass_files_for(by_fill[1], study)
+    one = sweep_plan.Inputs(study).passes(by_fill[1])
     assert one == [[f"nano-ordered-r{k}.root" for k in range(1, 8)]]
-    assert sweep_plan.pass_files_for(by_fill[2], study) == [
+    assert sweep_plan.Inputs(study).passes(by_fill[2]) == [
         ["nano-ordered-r2.root", "nano-ordered-r4.root", "nano-ordered-r6.root"],
         ["nano-ordered-r3.root", "nano-ordered-r5.root", "nano-ordered-r7.root"],
     ]
-    assert sweep_plan.pass_files_for(by_fill[8], study) == [[]] * 8  # none left: re-read
-    assert len(set(sweep_plan.files_read(by_fill[2], study))) == 8  # all placed on the site
+    assert sweep_plan.Inputs(study).passes(by_fill[8]) == [[]] * 8  # none left: re-read
+    assert len(set(sweep_plan.Inputs(study).read(by_fill[2]))) == 8  # all placed on the site
     argv = job_argv(by_fill[1], "/d/nano-ordered-r0.root", "Events", tmp_path, data=tmp_path,
                     pass_urls=["/d/nano-ordered-r1.root", "/d/nano-ordered-r2.root"])  # fmt: skip
     assert argv[-4:] == ("--pass-target", "/d/nano-ordered-r1.root",
                          "--pass-target", "/d/nano-ordered-r2.root")  # fmt: skip
     once = expand(load_study(_study(tmp_path)), "replay")[0]
-    assert sweep_plan.pass_files_for(once, study) == [[]]  # one pass: nothing more to read
+    assert sweep_plan.Inputs(study).passes(once) == [[]]  # one pass: nothing more to read

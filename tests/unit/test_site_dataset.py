@@ -17,7 +17,7 @@ from instore.site.config import load_site
 from instore.site.real import RealLive, site_dataset
 from instore.study import Point, load_study
 from instore.sweep.options import SweepOptions
-from instore.sweep.plan import files_for, plan, tree_for
+from instore.sweep.plan import plan
 
 from tests.cli import Cli
 from tests.conftest import write_small_study
@@ -215,7 +215,7 @@ def test_planning_does_no_network_io(tmp_path: Path, monkeypatch: pytest.MonkeyP
     opts = SweepOptions(study=study, site=str(tmp_path / "own.yaml"), sections=["layout", "jobfill"],
                         data=tmp_path / "no-data", results=tmp_path / "results", progress=False)  # fmt: skip
     planned = plan(opts, site, ds)
-    assert planned.dataset is ds and planned.files == []
+    assert planned.inputs.dataset is ds and planned.files == []
     assert planned.skipped == {
         "the dataset has no unordered TTree files (it holds: 2 ordered TTree)": 1}  # fmt: skip
     assert len(planned.todo) == 3  # layout ordered, fill 1 and 3
@@ -270,15 +270,17 @@ def test_preflight_lists_the_dataset_and_the_sweep_plans_from_it(
     own = load_site(posix_site)
     planned = plan(opts, own, site_dataset(own, results))  # the kept description
     assert planned.files == []  # nothing generated is needed
-    assert planned.dataset is not None and planned.dataset.tree == "events"
+    assert (
+        planned.inputs.dataset is not None and planned.inputs.tree(planned.todo[0][0]) == "events"
+    )
     assert planned.skipped == {
         "the dataset has no unordered TTree files (it holds: 1 by-branch TTree, 2 ordered TTree)": 1,
         "run1/ordered-1.root: the pattern names Jet_btagCSVV2, which the file lacks (1 of 1 missing)": 1,
     }
     fill3 = next(p for p, _ in planned.todo if p.fill == 3)
-    assert files_for(fill3, study, planned.dataset) == [
+    assert planned.inputs.files(fill3) == [
         "run1/ordered-1.root", "run1/ordered.root", "run1/ordered-1.root"]  # fmt: skip
-    assert tree_for(fill3, study, planned.dataset) == "events"
+    assert planned.inputs.tree(fill3) == "events"
 
 
 def test_preflight_says_what_is_wrong_in_one_line_each(

@@ -35,8 +35,10 @@ class _Live:
 
 def _warm_up_url(point: Point) -> str:
     client = _Client()
-    opts = SimpleNamespace(study=load_study(overrides={"profile": "quick"}), launch="fork")
-    run = SimpleNamespace(opts=opts, live=_Live(), client=client, workers=["w"], dataset=None,
+    study = load_study(overrides={"profile": "quick"})
+    opts = SimpleNamespace(study=study, launch="fork")
+    run = SimpleNamespace(opts=opts, live=_Live(), client=client, workers=["w"],
+                          inputs=plan.Inputs(study),
                           target=None, access=None, startup=None)  # fmt: skip
     with contextlib.suppress(_Submitted):  # the job is all this test looks at
         runner._warm_up(run, point)  # type: ignore[arg-type]
@@ -61,7 +63,9 @@ def test_warm_payloads_compile_the_loops_of_the_formats_the_points_read_only() -
     formats, or of a site's own dataset (whose files may hold either), starts both."""
     trees = [Point(section="layout", layout=name) for name in ("ordered", "unordered")]
     ntuple = Point(section="format", layout="rntuple-small")
-    assert plan.formats_read(trees) == ("ttree",)
-    assert plan.formats_read([ntuple]) == ("rntuple",)
-    assert plan.formats_read([ntuple, *trees]) == ("ttree", "rntuple")
-    assert plan.formats_read(trees, dataset=object()) == ("ttree", "rntuple")  # type: ignore[arg-type]
+    generated = plan.Inputs(load_study(overrides={"profile": "quick"}))
+    assert generated.formats(trees) == ("ttree",)
+    assert generated.formats([ntuple]) == ("rntuple",)
+    assert generated.formats([ntuple, *trees]) == ("ttree", "rntuple")
+    own = plan.Inputs(generated.study, dataset=object())  # type: ignore[arg-type]
+    assert own.formats(trees) == ("ttree", "rntuple")

@@ -13,11 +13,10 @@ from instore.access import FUSE
 from instore.container import Access, measure_startup, warm
 from instore.container.runtime import Runtime, Target
 from instore.site import LiveSite
-from instore.site.dataset.model import Dataset
 from instore.study import Point
 from instore.sweep.jobs import access_for, in_container
 from instore.sweep.options import SweepOptions
-from instore.sweep.plan import files_read
+from instore.sweep.plan import Inputs
 
 log = logging.getLogger(__name__)
 
@@ -27,11 +26,11 @@ def sweep_access(
     live: LiveSite,
     target: Target,
     points: Sequence[Point],
-    dataset: Dataset | None = None,
+    inputs: Inputs,
 ) -> Access:
     """What the sweep's jobs see, once for all its points: a warm payload's container is
     started once with it. Every file every point reads is reachable, over its protocol."""
-    urls = {live.url(p.protocol, f) for p in points for f in files_read(p, opts.study, dataset)}
+    urls = {live.url(p.protocol, f) for p in points for f in inputs.read(p)}
     fuse = any(p.protocol == FUSE for p in points)
     return access_for(
         sorted(urls), live.job_env(), opts.data, opts.scratch, fuse, in_container(target)

@@ -33,46 +33,52 @@ from instore.sweep.store import RecordStore
 from instore.vocabulary import FORMATS, RNTUPLE, RNTUPLE_LAYOUTS, TTREE
 
 
-def files_for(point: Point, study: Study, dataset: Dataset | None = None) -> list[str]:
-    """Job j reads replica j of the point's file set: concurrent jobs read different files
-    (wrapping if too few). On a site with its own dataset: file j (mod n) of the point's layout."""
-    if dataset is not None:
-        return dataset.reads(point)
-    replicas = study.fileset(point.fileset).replicas
-    fileset = point.fileset or ""
-    return [replica_name(point.layout, j % replicas, fileset) for j in range(point.jobs)]
+@dataclass(frozen=True)
+class Inputs:
+    """What a sweep's points read: the study's generated file sets, or a site's own dataset in
+    their place. The planner, the runner and the payloads ask this one object, so the study and
+    the dataset travel together."""
 
+    study: Study
+    dataset: Dataset | None = None  # the site's own files, read instead of the generated ones
 
-def pass_files_for(point: Point, study: Study, dataset: Dataset | None = None) -> list[list[str]]:
-    """For each job of a replay point in fixed-time mode, the files its later passes read: the
-    set's replicas no job of the point reads first, dealt out in turn (job j: j + jobs,
-    j + 2 jobs, ...), so a pass finds no file the page cache kept from a pass before it, until
-    the set runs out. Empty lists for other points and for a site's own dataset."""
-    if point.trace is None or point.fixed_time_s <= 0 or dataset is not None:
-        return [[] for _ in range(point.jobs)]
-    replicas, fileset = study.fileset(point.fileset).replicas, point.fileset or ""
-    return [[replica_name(point.layout, r, fileset) for r in range(j + point.jobs, replicas, point.jobs)]
-            for j in range(point.jobs)]  # fmt: skip
+    def files(self, point: Point) -> list[str]:
+        """Job j reads replica j of the point's file set: concurrent jobs read different files
+        (wrapping if too few). On a site with its own dataset: file j (mod n) of the point's
+        layout."""
+        if self.dataset is not None:
+            return self.dataset.reads(point)
+        replicas = self.study.fileset(point.fileset).replicas
+        fileset = point.fileset or ""
+        return [replica_name(point.layout, j % replicas, fileset) for j in range(point.jobs)]
 
+    def passes(self, point: Point) -> list[list[str]]:
+        """For each job of a replay point in fixed-time mode, the files its later passes read:
+        the set's replicas no job of the point reads first, dealt out in turn (job j: j + jobs,
+        j + 2 jobs, ...), so a pass finds no file the page cache kept from a pass before it,
+        until the set runs out. Empty lists for other points and for a site's own dataset."""
+        if point.trace is None or point.fixed_time_s <= 0 or self.dataset is not None:
+            return [[] for _ in range(point.jobs)]
+        replicas, fileset = self.study.fileset(point.fileset).replicas, point.fileset or ""
+        return [[replica_name(point.layout, r, fileset) for r in range(j + point.jobs, replicas, point.jobs)]
+                for j in range(point.jobs)]  # fmt: skip
 
-def files_read(point: Point, study: Study, dataset: Dataset | None = None) -> list[str]:
-    """Every file the point's jobs read: each job's first, and its later passes'."""
-    later = [f for files in pass_files_for(point, study, dataset) for f in files]
-    return [*files_for(point, study, dataset), *later]
+    def read(self, point: Point) -> list[str]:
+        """Every file the point's jobs read: each job's first, and its later passes'."""
+        return [*self.files(point), *(f for files in self.passes(point) for f in files)]
 
+    def tree(self, point: Point) -> str:
+        """The object the point's jobs read: the dataset's, else the one its file set holds."""
+        return self.dataset.tree if self.dataset is not None else self.study.tree_of(point.fileset)
 
-def formats_read(points: Iterable[Point], dataset: Dataset | None = None) -> tuple[str, ...]:
-    """The object formats (TTree, RNTuple) the points' jobs read, in the vocabulary's order: a
-    layout's, or every format for a site's own dataset (its files may hold either)."""
-    if dataset is not None:
-        return FORMATS
-    read = {RNTUPLE if p.layout in RNTUPLE_LAYOUTS else TTREE for p in points}
-    return tuple(f for f in FORMATS if f in read)
-
-
-def tree_for(point: Point, study: Study, dataset: Dataset | None = None) -> str:
-    """The object the point's jobs read: the dataset's, else the one its file set holds."""
-    return dataset.tree if dataset is not None else study.tree_of(point.fileset)
+    def formats(self, points: Iterable[Point]) -> tuple[str, ...]:
+        """The object formats (TTree, RNTuple) the points' jobs read, in the vocabulary's
+        order: a layout's, or every format for a site's own dataset (its files may hold
+        either)."""
+        if self.dataset is not None:
+            return FORMATS
+        read = {RNTUPLE if p.layout in RNTUPLE_LAYOUTS else TTREE for p in points}
+        return tuple(f for f in FORMATS if f in read)
 
 
 @dataclass
@@ -80,7 +86,7 @@ class Plan:
     todo: list[tuple[Point, str]]  # (point, key) to measure: each point's next repetition
     keys: set[str]  # every point of the study's sections, up to its cap: what the tables show
     files: list[Path]  # the input files the points to measure need
-    dataset: Dataset | None = None  # the site's own files, read instead of the generated ones
+    inputs: Inputs  # what the points read: the study's file sets or the site's own dataset
     already: int = 0  # points measured before
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> points
     substituted: dict[str, int] = field(default_factory=dict)  # what ran instead -> points
@@ -121,7 +127,8 @@ def plan(opts: SweepOptions, site: SiteConfig, dataset: Dataset | None = None) -
         )
     study, store = opts.study, RecordStore(opts.results, site.name)
     measured = {} if opts.force else _measured(store.table())
-    result = Plan([], set(), [], dataset=dataset, ramp=Ramp(site.load))
+    inputs = Inputs(study, dataset)
+    result = Plan([], set(), [], inputs, ramp=Ramp(site.load))
     needed: set[str] = set()
     for section in opts.sections:
         result.by_section[section] = {}
@@ -154,7 +161,7 @@ def plan(opts: SweepOptions, site: SiteConfig, dataset: Dataset | None = None) -
             result.series.update(dict.fromkeys(series.keys, series))
     result.todo = _unstopped(result.ramp, ramp_order(result.todo), result.skipped)
     for point, _ in result.todo:
-        needed.update(() if dataset else files_read(point, study))
+        needed.update(() if dataset else inputs.read(point))
     result.files = [opts.data / name for name in sorted(needed)]
     _require_traces(opts, {p.trace for p, _ in result.todo if p.trace is not None})
     missing = [p for p in result.files if not p.exists()]

@@ -24,7 +24,6 @@ from instore.container import Access, select_runtime, target_for
 from instore.container.runtime import Target
 from instore.record import JobOutcome, PointInfo, SiteInfo, row, utc_now
 from instore.site import LiveSite, SiteConfig, load_site, open_site
-from instore.site.dataset.model import Dataset
 from instore.site.real import site_dataset
 from instore.site.usage import usage_between
 from instore.study import Point
@@ -35,16 +34,7 @@ from instore.sweep.cluster import cluster_client, fewest_cores
 from instore.sweep.jobs import Job, job_argv, job_reads, payload_engine, run_job
 from instore.sweep.noise import NoiseMonitor
 from instore.sweep.options import SweepOptions, SweepSummary
-from instore.sweep.plan import (
-    Plan,
-    cluster_skip_reason,
-    files_for,
-    files_read,
-    formats_read,
-    pass_files_for,
-    plan,
-    tree_for,
-)
+from instore.sweep.plan import Inputs, Plan, cluster_skip_reason, plan
 from instore.sweep.ramp import STOP_COLUMN, Ramp
 from instore.sweep.store import RecordStore
 
@@ -119,29 +109,29 @@ def _sweep(
         log_directory=str(store.dir / "batch-logs"),
     )
     clock = _Clock()
-    dataset = planned.dataset
-    needed = sorted({f for p, _ in todo for f in files_read(p, opts.study, dataset)})
-    remote = needed if dataset else []
-    files = [] if dataset else [opts.data / name for name in needed]
+    inputs = planned.inputs
+    needed = sorted({f for p, _ in todo for f in inputs.read(p)})
+    remote = needed if inputs.dataset else []
+    files = [] if inputs.dataset else [opts.data / name for name in needed]
     with open_site(site, files=files, results=opts.results, remote=remote) as live:
         clock.lap(f"site {site.name} open")
         with cluster_client(spec) as (client, workers):
             clock.lap(f"{len(workers)} Dask worker(s) up")
-            access = payloads.sweep_access(opts, live, target, [p for p, _ in todo], dataset)
+            access = payloads.sweep_access(opts, live, target, [p for p, _ in todo], inputs)
             try:
                 if opts.launch == "fork":
                     # one per engine the points use (the warm-up job uses the first point's):
                     # starting ROOT's (imports, cling, JIT) costs about 20 s here, for nothing
                     # in a sweep of uproot or replay points
                     engines = sorted({payload_engine(p) for p, _ in todo})
-                    formats = formats_read([p for p, _ in todo], dataset)
+                    formats = inputs.formats([p for p, _ in todo])
                     payloads.start_warm(client, workers, target, access, engines, formats)
                     clock.lap("warm payloads ready")
                 run = SweepRun(
                     opts=opts, live=live, client=client, workers=workers, target=target,
                     access=access, store=store, summary=summary, site=site_info(live),
                     startup=payloads.container_startup(opts, target, access), align_s=0.0,
-                    dataset=dataset, series=planned.series, noise=noise,
+                    inputs=inputs, series=planned.series, noise=noise,
                     cores=fewest_cores(client, workers), ramp=planned.ramp or Ramp(site.load),
                 )  # fmt: skip
                 align_s, launch_s = _warm_up(run, todo[0][0])
@@ -185,8 +175,8 @@ class SweepRun:
     site: SiteInfo
     startup: float | None  # container start-up (median); None outside a container or warm
     align_s: float  # concurrent jobs start measuring this long after launch
+    inputs: Inputs  # what the points read: the study's file sets or the site's own dataset
     launch_s: float = 0.0  # one job's launch; a worker's warm payload forks its jobs in turn
-    dataset: Dataset | None = None  # the site's own files, read instead of the generated ones
     series: Mapping[str, Series] = field(default_factory=dict)  # key -> its point's repetitions
     noise: NoiseMonitor | None = None  # the machine's probes, between points
     cores: int | None = None  # the fewest cores a worker may run on (None: not asked)
@@ -254,9 +244,9 @@ def _warm_up(run: SweepRun, point: Point) -> tuple[float, float]:
     # the first point's own protocol: the jobs' container sees what the points read, and no
     # more (seen: a sweep of xrootd points only, whose posix warm-up found no file)
     protocol = point.protocol if point.protocol in live.protocols else live.protocols[0]
-    url = live.url(protocol, files_for(point, opts.study, run.dataset)[0])
+    url = live.url(protocol, run.inputs.files(point)[0])
     engine = payload_engine(point)
-    argv = ("instore", "read", url, "--tree", tree_for(point, opts.study, run.dataset),
+    argv = ("instore", "read", url, "--tree", run.inputs.tree(point),
             "--entries", "0.01", "--engine", engine)  # fmt: skip
     job = Job("warm-up", 0, 0, argv, run.target, run.access, run.startup,
               opts.study.timeout_s, retries=0, launch=opts.launch, engine=engine)  # fmt: skip
@@ -290,15 +280,14 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
     live.set_block_readahead(point.block_readahead_kb)
     live.set_io_scheduler(point.io_scheduler)
     conditions = live.set_conditions(point.rtt_ms, point.bandwidth_mbit)
-    files = files_for(point, opts.study, run.dataset)
-    tree = tree_for(point, opts.study, run.dataset)
+    files, tree = run.inputs.files(point), run.inputs.tree(point)
     live.prepare_cache(point.cache_state, sorted(set(files)))  # off the clock
     live.drop_caches()
     disk_before, link_before = live.disk_bytes_read(), live.link_bytes()
     reads_before = live.disk_reads()
     urls = [live.url(point.protocol, f) for f in files]
     later = [[live.url(point.protocol, f) for f in each]
-             for each in pass_files_for(point, opts.study, run.dataset)]  # fmt: skip
+             for each in run.inputs.passes(point)]  # fmt: skip
     start_at = job_start_at(point.jobs, time.time())
     # the last of a node's jobs is forked after the others: it is ready (fill - 1) launches later
     align = run.align_s + (point.fill - 1) * run.launch_s
