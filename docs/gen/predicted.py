@@ -58,7 +58,8 @@ def _worst(checks: Sequence[Any]) -> str:
 
 def validation(reference: Path = REFERENCE) -> str:
     """The reference run's replay and load points against their prediction, or why not."""
-    from instore.predict.validate import HELD_OUT, TRACE_SECTIONS, from_row, summary, verdict
+    from instore.predict.validate import from_row, summary, verdict
+    from instore.vocabulary import HELD_OUT_SECTION, TRACE_SECTIONS
 
     run = json.loads((reference / "run.json").read_text())
     which = f"The reference run (commit `{run['commit']}`, sites {', '.join(run['sites'])})"
@@ -80,8 +81,8 @@ def validation(reference: Path = REFERENCE) -> str:
         )
     frame = pd.read_csv(path)
     checks = [from_row(r) for r in frame.to_dict("records")]
-    trace = [c for c in checks if c.section != HELD_OUT]
-    held = [c for c in checks if c.section == HELD_OUT]
+    trace = [c for c in checks if c.section != HELD_OUT_SECTION]
+    held = [c for c in checks if c.section == HELD_OUT_SECTION]
     if not trace:
         out += (f"{which} holds {counts} points, and none of them could be predicted "
                 "(no site had a profile and the trace they replayed).\n\n")  # fmt: skip

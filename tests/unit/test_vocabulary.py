@@ -75,3 +75,13 @@ def test_one_section_registry_in_study_order() -> None:
     pages = {page for page, _ in FIGURES.values()}
     assert pages - set(SECTIONS) == {"compare", "baseline"}  # every other page is a section's
     assert next(iter(REGISTRY["format"].figures)) == "format_wall"
+
+
+def test_each_part_a_section_plays_names_sections_of_the_vocabulary() -> None:
+    """The roles the sweep and the prediction act on (fitted on, ramped, replayed, held out,
+    the engines' format grid) are spelt in the vocabulary only, and each names a section."""
+    roles = {*vocabulary.PAYLOAD_FIT_SECTIONS, *vocabulary.TRACE_SECTIONS,
+             *vocabulary.RAMP_SECTIONS, vocabulary.FORMAT_SECTION, vocabulary.HELD_OUT_SECTION}  # fmt: skip
+    assert roles <= set(SECTIONS)
+    assert set(vocabulary.RAMP_SECTIONS) <= set(vocabulary.TRACE_SECTIONS)  # a ramp replays
+    assert vocabulary.HELD_OUT_SECTION not in vocabulary.PAYLOAD_FIT_SECTIONS  # never fitted on

@@ -41,6 +41,15 @@ SECTIONS: tuple[str, ...] = (
     "layout", "cache", "protocols", "readahead", "jobfill", "format", "caching", "scale", "replay",
     "load", "scheduler", "filesystem",
 )  # fmt: skip
+# The parts sections play for the code below the report (a section's page is its own module's,
+# instore.summary.sections.<name>): the sections whose payload jobs the model is fitted on, the
+# one whose grid names what each engine reads, those whose points replay a recorded analysis,
+# those whose points are a ramp of clients, and the one whose RTTs and links the fit never saw.
+PAYLOAD_FIT_SECTIONS: tuple[str, ...] = ("layout", "cache", "protocols", "readahead", "jobfill")
+FORMAT_SECTION = "format"
+TRACE_SECTIONS: tuple[str, ...] = ("replay", "load")
+RAMP_SECTIONS: tuple[str, ...] = ("load",)
+HELD_OUT_SECTION = "caching"
 
 SCHEMAS_DIR = Path(__file__).resolve().parents[1] / "schemas"
 SECTION_GRID = {"$ref": "#/$defs/grid"}

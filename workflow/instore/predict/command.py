@@ -163,14 +163,15 @@ def _fit(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from instore.predict.validate import HELD_OUT, summary, validate_results
+    from instore.predict.validate import summary, validate_results
+    from instore.vocabulary import HELD_OUT_SECTION
 
     if not [p for p in _profiles(args.results) if args.site in (None, p.site)]:
         raise InstoreError(f"instore predict --validate: no profile under {args.results}",
                            "fit them first: `instore predict --fit SITE`")  # fmt: skip
     checks, skipped = validate_results(args.results, args.traces, args.site)
-    parts = {"replay and load": [c for c in checks if c.section != HELD_OUT],
-             "held out": [c for c in checks if c.section == HELD_OUT]}  # fmt: skip
+    parts = {"replay and load": [c for c in checks if c.section != HELD_OUT_SECTION],
+             "held out": [c for c in checks if c.section == HELD_OUT_SECTION]}  # fmt: skip
     result = {"summary": summary(checks), "checks": [c.as_dict() for c in checks],
               "summaries": {k: summary(v) for k, v in parts.items()}, "skipped": skipped}  # fmt: skip
     if args.json:

@@ -45,8 +45,8 @@ from instore.access import FUSE, POSIX, XCACHE, XROOTD
 from instore.calibration import read_calibration
 from instore.errors import InstoreError
 from instore.predict.profile import Param, Profile, Protocol, XCache
+from instore.vocabulary import PAYLOAD_FIT_SECTIONS
 
-PAYLOAD_SECTIONS = ("layout", "cache", "protocols", "readahead", "jobfill")
 # How each protocol sends reads (not fitted: the protocol's mechanics)
 MECHANICS: dict[str, dict[str, Any]] = {
     FUSE: {"vector": False, "max_read_kb": 128.0},
@@ -74,7 +74,7 @@ def payload_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     protocol, a wall and read calls."""
     out = []
     for r in records:
-        if r.get("section") not in PAYLOAD_SECTIONS or r.get("status", "ok") != "ok":
+        if r.get("section") not in PAYLOAD_FIT_SECTIONS or r.get("status", "ok") != "ok":
             continue
         if r.get("kind") == "replay" or not r.get("protocol") or not r.get("wall_s"):
             continue

@@ -25,9 +25,8 @@ from instore.predict.fit import conditions_of, cpu_of, payload_wall
 from instore.predict.model import PART_WORDS, Scenario, predict
 from instore.predict.profile import Profile
 from instore.replay.trace import load_trace
+from instore.vocabulary import HELD_OUT_SECTION, TRACE_SECTIONS
 
-TRACE_SECTIONS = ("replay", "load")  # a trace replayed: the model over its requests
-HELD_OUT = "caching"  # payload jobs at RTTs and links the fit never saw
 TARGETS = {"within_10pct": 0.90, "median_abs_error": 0.05}  # issue 39's, over replay and load
 
 
@@ -255,7 +254,11 @@ def check_held_out(profile: Profile, records: Sequence[dict[str, Any]]) -> list[
     point's jobs and repetitions)."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
-        if r.get("section") != HELD_OUT or r.get("status") != "ok" or r.get("protocol") != XROOTD:
+        if (
+            r.get("section") != HELD_OUT_SECTION
+            or r.get("status") != "ok"
+            or r.get("protocol") != XROOTD
+        ):
             continue
         if r.get("read_calls") is None or not r.get("wall_s"):
             continue
@@ -273,7 +276,7 @@ def check_held_out(profile: Profile, records: Sequence[dict[str, Any]]) -> list[
             else "payload"
         )
         # the payload model gives no breakdown: the check names no part it waits on
-        out.append(Check(profile.site, HELD_OUT, label, XROOTD, None, 1,
+        out.append(Check(profile.site, HELD_OUT_SECTION, label, XROOTD, None, 1,
                          len({r.get("point_key") for r in rows}), meas, pred,
                          cpu / meas, cpu / pred if pred else 0.0, "",
                          min(walls), max(walls), len(walls)))  # fmt: skip

@@ -24,6 +24,7 @@ from instore.predict.profile import Profile, site_profile
 from instore.replay.trace import load_trace
 from instore.report import show
 from instore.report.plots import panels
+from instore.vocabulary import TRACE_SECTIONS
 
 PAGE = "whatif"
 AXES: dict[str, tuple[str, tuple[float, ...]]] = {
@@ -92,7 +93,7 @@ def measured(results: Path, site: str, protocol: str) -> pd.DataFrame:
     groups: dict[tuple[str, int], list[float]] = {}
     jobs: dict[str, set[Any]] = {}
     for r in _records(results, site):
-        if r.get("section") not in ("replay", "load") or r.get("protocol") != protocol:
+        if r.get("section") not in TRACE_SECTIONS or r.get("protocol") != protocol:
             continue
         if r.get("status") != "ok" or r.get("predicted_cpu_efficiency") is None:
             continue

@@ -222,6 +222,3 @@ def expand(study: Study, section: str) -> list[Point]:
         repetitions = study.repetitions_of(base.fileset, section)
         points.extend(replace(base, repetition=r) for r in range(repetitions))
     return points
-
-
-FORMAT_SECTION = "format"

@@ -17,8 +17,8 @@ from instore import access
 from instore.payload import engine_rntuple
 from instore.payload.specs import REPLAY_ENGINE, ROOT_CLIENT, SPECS, EngineSpec
 from instore.rootenv import http_auth_problem
-from instore.study.grid import FORMAT_SECTION, axis_value
-from instore.vocabulary import RNTUPLE_LAYOUTS
+from instore.study.grid import axis_value
+from instore.vocabulary import FORMAT_SECTION, RNTUPLE_LAYOUTS
 
 if TYPE_CHECKING:
     from instore.site.config import SiteConfig

@@ -19,10 +19,9 @@ import numpy as np
 
 from instore.site.loadguard import STOP_COLUMN, LoadGuard
 from instore.study import Point
+from instore.vocabulary import RAMP_SECTIONS
 
 __all__ = ["STOP_COLUMN", "Ramp", "clients_skip_reason", "ramp_order", "stop_reason"]
-
-RAMP_SECTIONS = ("load",)  # the sections whose points are a ramp of clients
 
 
 def clients_skip_reason(point: Point, guard: LoadGuard) -> str | None:
