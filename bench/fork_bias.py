@@ -67,7 +67,7 @@ def bench_runtime(runtime: str, runs: int, data: Path) -> dict:
     from instore.container import image, warm
     from instore.container.measure import run_contained
     from instore.container.runtime import Access, Bind, Runtime, Target
-    from instore.payload.warm import SHARED_PAGES_ENV
+    from instore.payload.child import SHARED_PAGES_ENV
 
     target = Target(Runtime.NONE) if runtime == "none" else image.target_for(Runtime(runtime))
     # on the host, jobs import this checkout's instore (a shared venv may hold another's)

@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -54,10 +54,16 @@ class WarmPayload:
     """One warm payload process and the jobs in flight through it."""
 
     def __init__(
-        self, target: Target, access: Access, engine: str = "root", formats: Sequence[str] = FORMATS
+        self,
+        target: Target,
+        access: Access,
+        engine: str = "root",
+        formats: Sequence[str] = FORMATS,
+        spares: int = 1,
     ) -> None:
         self.target, self.access, self.engine = target, access, engine
         self.formats = tuple(formats)  # whose loops it compiles before it is ready
+        self.spares = spares  # reads it forks ahead: the most jobs the sweep runs here at once
         self.name = f"{NAME_PREFIX}-{os.getpid()}-{next(_names)}"
         self.pending: dict[str, Reply] = {}
         self.lock = threading.Lock()
@@ -81,9 +87,10 @@ class WarmPayload:
         engine: str = "root",
         formats: Sequence[str] = FORMATS,
         timeout: float = READY_TIMEOUT_S,
+        spares: int = 1,
     ) -> WarmPayload:
         """Start one and wait until it is warm; a one-line error when it cannot start."""
-        warm = cls(target, access, engine, formats)
+        warm = cls(target, access, engine, formats, spares)
         if not warm.ready.done.wait(timeout):
             warm.close()
             raise InstoreError(
@@ -105,7 +112,7 @@ class WarmPayload:
         return {**self.ready.message, "start_s": self.start_s}
 
     def _run(self) -> None:
-        argv = (*WARM_ARGV, self.engine, "--formats", *self.formats)
+        argv = (*WARM_ARGV, self.engine, "--spares", str(self.spares), "--formats", *self.formats)
         command = launch(self.target, argv, self.access, name=self.name)
         try:
             self.proc = subprocess.Popen(
@@ -262,10 +269,14 @@ def _key(target: Target, access: Access, engine: str) -> tuple[Any, ...]:
 
 
 def warm_payload(
-    target: Target, access: Access, engine: str = "root", formats: Sequence[str] = FORMATS
+    target: Target,
+    access: Access,
+    engine: str = "root",
+    formats: Sequence[str] = FORMATS,
+    spares: int = 1,
 ) -> tuple[WarmPayload, str | None]:
     """This worker's warm payload for these binds and this engine, started if needed (warm for
-    ``formats``, or for those of the one it replaces); with a one-line note when it replaced one
+    ``formats`` with ``spares`` reads forked ahead, or as the one it replaces was); with a one-line note when it replaced one
     that had died."""
     key = _key(target, access, engine)
     with _POOL_LOCK:
@@ -278,17 +289,24 @@ def warm_payload(
             note = f"the warm payload (pid {pid}) had stopped ({warm.ended}); started a new one"
             log.warning("%s", note)
             warm.close(timeout=5)
-            formats = warm.formats  # what the sweep asked of the one it replaces
-        warm = _POOL[key] = WarmPayload.start(target, access, engine, formats)
+            formats, spares = warm.formats, warm.spares  # what the sweep asked of the one replaced
+        warm = _POOL[key] = WarmPayload.start(target, access, engine, formats, spares=spares)
         return warm, note
 
 
 def start(
-    target: Target, access: Access, engines: Sequence[str], formats: Sequence[str] = FORMATS
+    target: Target,
+    access: Access,
+    engines: Sequence[str],
+    formats: Sequence[str] = FORMATS,
+    spares: Mapping[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """Start this worker's warm payloads, one per engine, warm for the ``formats`` the sweep's
-    points read (a sweep does this before its first point); what each said when it was ready."""
-    return [warm_payload(target, access, engine, formats)[0].info for engine in engines]
+    points read, each with its ``spares`` (engine -> reads forked ahead: the most the sweep runs
+    at once on a worker; none where not given); a sweep does this before its first point. What
+    each said when it was ready."""
+    ahead = spares or {}
+    return [warm_payload(target, access, e, formats, ahead.get(e, 0))[0].info for e in engines]
 
 
 def stop_all() -> int:

@@ -12,8 +12,9 @@ clock. Left in the clock, they cost a forked RNTuple job 2.4 times a cold job's 
 against 3,400 for the root engine, 2,900 against 850 for uproot's) and 10-70 ms of a 40-200 ms
 read. So a forked ``instore read`` first makes its own copy of every page the parent had (and
 maps the parent's library pages), before its clock, as launch: its reading then faults as a cold
-job's does. That costs each job about 0.2 s (root) or 0.06 s (uproot) of launch and the memory a
-cold job has (``instore.payload.pages``; bench/fork_bias.py measures it).
+job's does. That costs each job about 0.2 s (root) or 0.06 s (uproot) and the memory a cold job
+has (``instore.payload.pages``; bench/fork_bias.py measures it), paid ahead by spare children
+made between points (``instore.payload.spares``).
 
 Fork is safe because the parent never opens a file, socket or XRootD client and runs no thread:
 it warms up on an in-memory tree only, and it says how many threads it has when it is ready
@@ -34,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import gc
 import importlib
 import json
@@ -45,23 +45,18 @@ import signal
 import sys
 import tempfile
 import time
-import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from instore.payload.pages import Pages, make_private, resident_pages
+from instore.payload.child import Entry, run_child, takes_spare
+from instore.payload.pages import Pages, resident_pages
+from instore.payload.spares import SparePool
 from instore.payload.specs import PAYLOADS, forked_by
 from instore.vocabulary import FORMATS
 
-PR_SET_PDEATHSIG = 1
-PRIVATE_COMMANDS = ("read",)  # the measured jobs whose pages are made private before the clock
-# "1" in a job's env leaves the parent's pages shared: only to measure what that costs
-# (bench/fork_bias.py); a study never sets it.
-SHARED_PAGES_ENV = "INSTORE_FORK_SHARED_PAGES"
 OUTPUT_TAIL = 200_000  # bytes of a job's stdout and stderr sent back (the record is the last line)
-Entry = Callable[[list[str]], int]  # the command line's main: argv without the program name
 # The modules a job of each command runs (command -> module names), imported before forking
 # rather than on a job's clock: the command line's own table (instore.cli.JOB_MODULES), handed
 # down with its entry, so that nothing here names the modules of the commands above it.
@@ -112,58 +107,6 @@ def thread_count() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
-def _die_with_parent() -> None:
-    """A job dies with the warm parent: nothing of a stopped sweep keeps reading."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-def _redirect(fd: int, path: str | Path, flags: int) -> None:
-    new = os.open(path, flags, 0o600)
-    os.dup2(new, fd)
-    os.close(new)
-
-
-def run_child(
-    request: dict[str, Any],
-    out: Path,
-    err: Path,
-    private_fds: list[int],
-    entry: Entry,
-    pages: Sequence[Pages] = (),
-) -> None:
-    """In the forked child: become a job of its own (with its own copy of the parent's pages
-    for a measured read) and run the ``instore`` command through ``entry`` (the command line's
-    entry point that started this payload). Never returns."""
-    code = 1
-    try:
-        os.setpgid(0, 0)  # a timeout or crash kills this job's group only
-        _die_with_parent()
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
-            signal.signal(sig, signal.SIG_DFL)
-        for fd in private_fds:
-            os.close(fd)
-        _redirect(0, os.devnull, os.O_RDONLY)
-        _redirect(1, out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        _redirect(2, err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.environ.update(request.get("env") or {})
-        argv = list(request["argv"])
-        if argv[:1] != ["instore"]:
-            raise ValueError(f"the warm payload runs instore commands only, not {argv[:1]}")
-        if argv[1:2] and argv[1] in PRIVATE_COMMANDS and os.environ.get(SHARED_PAGES_ENV) != "1":
-            make_private(pages)
-        code = entry(argv[1:])
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-
-
 def write_line(fd: int, message: dict[str, Any]) -> None:
     data = (json.dumps(message) + "\n").encode()
     while data:
@@ -189,6 +132,7 @@ class WarmParent:
         entry: Entry,
         request_fd: int = 0,
         pages: Sequence[Pages] = (),
+        spares: int = 0,
     ) -> None:
         self.reply_fd = reply_fd
         self.entry = entry
@@ -201,6 +145,21 @@ class WarmParent:
         self.buffer = b""
         self.workdir = Path(tempfile.mkdtemp(prefix="instore-warm-"))
         self.count = 0
+        # reads forked ahead, their pages already their own (instore.payload.spares)
+        self.spares = SparePool(spares, pages, self._run_handed)
+
+    def _run_handed(self, request: dict[str, Any], out: Path, err: Path) -> None:
+        """In a spare handed a job: run it (its pages are its own already)."""
+        run_child(request, out, err, [], self.entry)
+
+    def own_fds(self) -> list[int]:
+        """The descriptors a child of this parent closes: the protocol's and the jobs'."""
+        return [self.reply_fd, self.request_fd, self.selector.fileno(), *self.running]
+
+    def fill_spares(self) -> None:
+        """Make the spares the pool is short of, when no job runs (never beside one)."""
+        if not self.running:
+            self.spares.fill(self.own_fds())
 
     def reply(self, message: dict[str, Any]) -> None:
         write_line(self.reply_fd, message)
@@ -250,16 +209,17 @@ class WarmParent:
         out = self.workdir / f"{self.count}.out"
         err = self.workdir / f"{self.count}.err"
         timeout = request.get("timeout")
-        private = [self.reply_fd, self.request_fd, self.selector.fileno(), *self.running]
         forked_at = time.time()
-        try:
-            pid = os.fork()
-        except OSError as error:  # no memory or processes left: this job fails, not the server
-            self.reply({"id": job_id, "exit_status": -1, "stdout": "",
-                        "stderr": f"the warm payload could not fork the job: {error}"})  # fmt: skip
-            return
-        if pid == 0:
-            run_child(request, out, err, private, self.entry, self.pages)
+        pid = self.spares.hand(request, out, err) if takes_spare(request) else None
+        if pid is None:
+            try:
+                pid = os.fork()
+            except OSError as error:  # no memory or processes left: this job fails, not the server
+                self.reply({"id": job_id, "exit_status": -1, "stdout": "",
+                            "stderr": f"the warm payload could not fork the job: {error}"})  # fmt: skip
+                return
+            if pid == 0:
+                run_child(request, out, err, self.own_fds(), self.entry, self.pages)
         pidfd = os.pidfd_open(pid)
         deadline = time.monotonic() + float(timeout) if timeout else None
         self.running[pidfd] = Running(job_id, pid, pidfd, out, err, forked_at, deadline)
@@ -278,6 +238,7 @@ class WarmParent:
         os.close(pidfd)
         _, status = os.waitpid(job.pid, 0)
         _kill_group(job.pid)  # anything the job left behind in its group (xrdcp, a helper)
+        self.fill_spares()  # the last job of a point has ended: before its answer, so nothing is measured beside it
         self.reply(
             {
                 "id": job.id,
@@ -296,6 +257,7 @@ class WarmParent:
         job.err.unlink(missing_ok=True)
 
     def _stop_all(self) -> None:
+        self.spares.stop()
         for job in self.running.values():
             _kill_group(job.pid)
             os.waitpid(job.pid, 0)
@@ -320,10 +282,14 @@ CLIENT_ENV = {"XRD_TIMEOUTRESOLUTION": "1"}
 
 
 def serve(
-    engine: str, entry: Entry, job_modules: JobModules, formats: Sequence[str] = FORMATS
+    engine: str,
+    entry: Entry,
+    job_modules: JobModules,
+    formats: Sequence[str] = FORMATS,
+    spares: int = 1,
 ) -> int:
     """Warm up for ``engine`` and ``formats``, say so, then serve its jobs until stdin
-    closes; each job runs its command line through ``entry`` (``instore.cli.main``, handed
+    closes, with ``spares`` reads forked ahead; each job runs its command line through ``entry`` (``instore.cli.main``, handed
     down by the command that started this, so nothing here imports the command line)."""
     for name, value in {**SINGLE_THREAD_ENV, **CLIENT_ENV}.items():
         os.environ.setdefault(name, value)
@@ -341,12 +307,13 @@ def serve(
     # leave them alone instead of writing to (and so copying) every page that holds them.
     gc.freeze()
     pages = resident_pages()
-    parent = WarmParent(reply_fd, engine, entry, pages=pages)
+    parent = WarmParent(reply_fd, engine, entry, pages=pages, spares=spares)
+    parent.fill_spares()
     mib = {kind: round(sum(r.length for r in pages if r.writable == w) / 2**20)
            for kind, w in (("private_mib", True), ("mapped_mib", False))}  # fmt: skip
     parent.reply(
         {"ready": True, "engine": engine, "pid": os.getpid(), "threads": thread_count(),
-         **ready, "pages": mib}
+         **ready, "pages": mib, "spares": len(parent.spares.ready)}
     )  # fmt: skip
     parent.serve()
     return 0
@@ -375,4 +342,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the formats its jobs read, whose loops it compiles first (default: both; a job of "
         "another format compiles its own before its clock starts)",
     )
-    p.set_defaults(func=lambda args: serve(args.engine, args.entry, args.job_modules, args.formats))
+    p.add_argument(
+        "--spares",
+        type=int,
+        default=1,
+        help="reads forked ahead, their pages made private while no job runs: the most jobs a "
+        "sweep runs at once here (default 1); 0 forks each job as it comes",
+    )
+    p.set_defaults(
+        func=lambda args: serve(
+            args.engine, args.entry, args.job_modules, args.formats, args.spares
+        )
+    )

@@ -125,7 +125,8 @@ def _sweep(
                     # in a sweep of uproot or replay points
                     engines = sorted({payload_engine(p) for p, _ in todo})
                     formats = inputs.formats([p for p, _ in todo])
-                    payloads.start_warm(client, workers, target, access, engines, formats)
+                    spares = payloads.spares_for([p for p, _ in todo])
+                    payloads.start_warm(client, workers, target, access, engines, formats, spares)
                     clock.lap("warm payloads ready")
                 run = SweepRun(
                     opts=opts, live=live, client=client, workers=workers, target=target,
