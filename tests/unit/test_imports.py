@@ -144,3 +144,34 @@ def test_the_site_package_loads_no_dataframes() -> None:
     code = "import sys, instore.site; print('pandas' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+# The package's parts from the bottom up: a part imports only parts of the layers below its own.
+# A new part takes its place here (tests/unit and docs/development.md say where it goes).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("instore", "vocabulary", "errors", "filenames", "cliutil", "workflowlock",
+     "uproot_xrootd"),  # words, errors, file names
+    ("configfile", "urls", "calibration"),  # config files, URLs, a site's calibration
+    ("access", "credentials", "rootenv"),  # how a job reaches a file, with what, through ROOT
+    ("storage", "record", "generate"),  # reading and writing storage, the record, test files
+    ("payload", "container"),  # a job, and what it runs in
+    ("inspect", "study"),  # a file's layout on disk, the study's grid
+    ("site", "summary"),  # a site (emulated or real), a section's figures
+    ("replay", "run"),  # recorded analyses replayed, a run's config
+    ("sweep", "needs"),  # measuring a site, what a run needs installed
+    ("predict",),  # the model, fitted on what the sweeps measured
+    ("report",),  # the pages
+    ("cli",),  # the command line
+)  # fmt: skip
+
+
+def test_every_part_imports_only_parts_of_the_layers_below_it() -> None:
+    """Imports go down: a part of the package that imports one of its own layer or above is
+    named with the import (no upward import is allowed; ``instore.predict`` taking a sweep's
+    records, not the sweep ``predict``'s)."""
+    layer = {f"instore.{p}" if p != "instore" else p: i for i, ps in enumerate(LAYERS) for p in ps}
+    graph = package_graph()
+    assert set(graph) == set(layer), "a part of the package is missing from LAYERS"
+    upward = sorted(f"{a} -> {b}" for a, imported in graph.items() for b in imported
+                    if layer[b] >= layer[a])  # fmt: skip
+    assert upward == []
