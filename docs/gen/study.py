@@ -96,8 +96,8 @@ def _loadtable(results: Path, site: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=LOAD_COLUMNS)
 
 
-def _git(*args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False)
+def _git(*args: str, where: Path = REPO) -> str:
+    proc = subprocess.run(["git", *args], cwd=where, capture_output=True, text=True, check=False)
     return proc.stdout.strip()
 
 
@@ -138,7 +138,11 @@ def export(results: Path, log: Path | None = None, traces: Path | None = None) -
     _predicttable(results, traces).to_csv(DATA / "predict.csv", index=False)
     advice = {s: json.loads((results / s / "recommendations.json").read_text()) for s in sites}
     drift = {site: _drift(results, site) for site in sites}
-    run = {"commit": _git("rev-parse", "--short", "HEAD"), "machine": platform.node(),
+    # the checkout that ran the study (its results sit in it), not the one exporting them
+    commit = _git("rev-parse", "--short", "HEAD", where=results.resolve()) or _git(
+        "rev-parse", "--short", "HEAD"
+    )
+    run = {"commit": commit, "machine": platform.node(),
            "cores": len(__import__("os").sched_getaffinity(0)), "sites": sites,
            "recommendations": advice, "drift": drift, **_duration(log)}  # fmt: skip
     (DATA / "run.json").write_text(json.dumps(run, indent=1, default=str) + "\n")
