@@ -20,7 +20,7 @@
 
 Results go to bench/launch_results.json with the machine they ran on.
 Usage: python bench/launch_overhead.py [--jobs N] [--runtimes none,podman,apptainer]
-       [--skip-sweeps] [--runtimes-sweeps N] [--study-log PATH]
+       [--skip-sweeps] [--runtimes-sweeps N] [--study-log PATH [--study-results DIR]]
 """
 
 from __future__ import annotations
@@ -241,6 +241,12 @@ def main() -> None:
         help="also time the quick sweep in podman and Apptainer, N rounds each",
     )
     parser.add_argument("--study-log", type=Path, help="Snakemake log of a finished make study")
+    parser.add_argument(
+        "--study-results",
+        type=Path,
+        default=REPO / "results",
+        help="that study's results directory (default: this checkout's results/)",
+    )
     args = parser.parse_args()
     results = json.loads(OUT.read_text()) if OUT.exists() else {}
     results.update(machine=machine(), when=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
@@ -260,7 +266,7 @@ def main() -> None:
     if args.runtimes_sweeps:
         results["sweep_apptainer_vs_podman"] = bench_runtimes(small, args.runtimes_sweeps)
     if args.study_log:
-        results["full_profile"] = bench_study(args.study_log, REPO / "results")
+        results["full_profile"] = bench_study(args.study_log, args.study_results)
     OUT.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps({k: v for k, v in results.items() if k != "launch"}, indent=1)[:3000])
     print(f"written to {OUT}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from instore.site.emulated.system import exited_at_start, instance_log
 
 
@@ -33,4 +34,61 @@ def test_a_server_that_exited_at_start_names_the_cause_its_log_gives(tmp_path: P
 
 def test_a_server_that_wrote_no_log_says_so(tmp_path: Path) -> None:
     err = exited_at_start("xrootd for wan", tmp_path / "missing.log")
-    assert "exited at start (it wrote no log)" in str(err)
+    assert "exited at start (it wrote no log and nothing on stderr)" in str(err)
+
+
+def test_a_server_that_stopped_before_its_log_opened_is_quoted_from_its_stderr(
+    tmp_path: Path,
+) -> None:
+    """Regression: a bench's sweep stopped at "xrootd for lan-hdd exited at start (it wrote no
+    log)", its stderr sent to /dev/null: neither its status nor its words were kept."""
+    stderr = tmp_path / "stderr.log"
+    stderr.write_text("Config warning: nothing here\nsetuid: Operation not permitted\n")
+    err = exited_at_start("xrootd for lan-hdd", tmp_path / "missing.log", 50, stderr)
+    assert str(err).startswith(
+        "xrootd for lan-hdd exited at start (exit status 50) before writing its log: it said "
+    )
+    assert "Operation not permitted" in str(err)
+
+
+class _Server:
+    """A server process as the start loop sees it: exited (status) or running (None)."""
+
+    def __init__(self, status: int | None) -> None:
+        self.pid, self.status = 4242, status
+
+    def poll(self) -> int | None:
+        return self.status
+
+
+def test_a_server_that_exits_at_start_is_started_once_more(tmp_path: Path) -> None:
+    from instore.errors import InstoreError
+    from instore.site.emulated import build
+
+    started: list[_Server] = []
+    pids: list[int] = []
+    state = type("State", (), {"record_pid": lambda self, role, pid: pids.append(pid)})()
+
+    def start() -> _Server:
+        started.append(_Server(1 if not started else None))  # exits the first time only
+        return started[-1]
+
+    def wait_ready(server: _Server) -> None:
+        if server.poll() is not None:
+            raise exited_at_start("xrootd for lan-hdd", tmp_path / "missing.log", 1)
+
+    build._start(start, wait_ready, "server", state)  # type: ignore[arg-type]
+    assert len(started) == 2 and pids == [4242, 4242]
+
+    always = [_Server(1), _Server(1)]
+    with pytest.raises(InstoreError, match="exited at start"):  # a second exit is the error
+        build._start(lambda: always.pop(0), wait_ready, "server", state)  # type: ignore[arg-type]
+    assert always == []
+
+    hung = [_Server(None)]
+
+    def never_ready(server: _Server) -> None:
+        raise InstoreError("xrootd for lan-hdd listening did not happen within 20 s", "see log")
+
+    with pytest.raises(InstoreError, match="did not happen"):  # one that hangs: no second try
+        build._start(lambda: hung.pop(0), never_ready, "server", state)  # type: ignore[arg-type]

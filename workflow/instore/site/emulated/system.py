@@ -131,20 +131,33 @@ def instance_log(log: Path, instance: str) -> Path:
     return log.parent / instance / log.name
 
 
+STDERR = "stderr.log"  # a server's stderr, beside its config: what it says before its log opens
 # Words of the lines of an xrootd log that say why it stopped, the likeliest first
 _CAUSE = ("error", "fail", "unable", "denied", "in use", "invalid", "not ")
 
 
-def exited_at_start(what: str, log: Path) -> InstoreError:
-    """A server that exited at start, with the line of its log that says why: the log goes
-    with the site's directory when the site is torn down."""
-    lines = (
-        [ln.strip() for ln in log.read_text(errors="replace").splitlines()] if log.is_file() else []
-    )
-    lines = [ln for ln in lines if ln]
+def _said(path: Path) -> str | None:
+    """The line of a server's log (or stderr) that says why it stopped, else its last."""
+    text = path.read_text(errors="replace") if path.is_file() else ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     cause = next((ln for word in _CAUSE for ln in reversed(lines) if word in ln.lower()), None)
-    said = f": its log says {(cause or lines[-1])[-300:]!r}" if lines else " (it wrote no log)"
+    return (cause or lines[-1])[-300:] if lines else None
+
+
+def exited_at_start(
+    what: str, log: Path, status: int | None = None, stderr: Path | None = None
+) -> InstoreError:
+    """A server that exited at start, with its exit status and the line of its log that says
+    why (or of its stderr, where it stopped before opening its log): both go with the site's
+    directory when the site is torn down."""
+    exit_ = f" (exit status {status})" if status is not None else ""
+    if (line := _said(log)) is not None:
+        said = f": its log says {line!r}"
+    elif stderr is not None and (line := _said(stderr)) is not None:
+        said = f" before writing its log: it said {line!r}"
+    else:
+        said = " (it wrote no log and nothing on stderr)"
     return InstoreError(
-        f"{what} exited at start{said}",
+        f"{what} exited at start{exit_}{said}",
         f"its log {log} is removed with the site; `instore site up SITE` leaves it to read",
     )

@@ -18,7 +18,14 @@ from pathlib import Path
 from instore.site import roles
 from instore.site.config import Cache
 from instore.site.emulated.names import PREFIX, WORK_ROOT, XROOTD_PORT, SiteNames
-from instore.site.emulated.system import exited_at_start, instance_log, run, stop_pid, wait_for
+from instore.site.emulated.system import (
+    STDERR,
+    exited_at_start,
+    instance_log,
+    run,
+    stop_pid,
+    wait_for,
+)
 
 CONFIG = "xcache.cfg"
 
@@ -81,13 +88,14 @@ def start(names: SiteNames, cache: Cache) -> subprocess.Popen[bytes]:
     log = names.xcache_dir / "xcache.log"
     cmd = [roles.XROOTD_PROGRAM, "-R", roles.XROOTD_USER, "-c", str(cfg), "-l", str(log),
            "-n", f"{names.netns}-xcache"]  # fmt: skip
-    return subprocess.Popen(
-        cmd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    with open(names.xcache_dir / STDERR, "wb") as stderr:  # what it says before its log opens
+        return subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+        )
 
 
 def _listening(port: int) -> bool:
@@ -104,7 +112,9 @@ def wait_ready(names: SiteNames, proc: subprocess.Popen[bytes], timeout_s: float
     wait_for(lambda: proc.poll() is not None or _listening(names.xcache_port), timeout_s,
              f"XCache for {names.site} listening", f"see {log}")  # fmt: skip
     if proc.poll() is not None:
-        raise exited_at_start(f"XCache for {names.site}", log)
+        raise exited_at_start(
+            f"XCache for {names.site}", log, proc.returncode, names.xcache_dir / STDERR
+        )
 
 
 def purge(names: SiteNames) -> None:

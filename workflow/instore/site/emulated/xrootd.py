@@ -13,6 +13,7 @@ from instore.site import roles
 from instore.site.emulated import blkio
 from instore.site.emulated.names import HTTP_PORT, XROOTD_PORT, SiteNames
 from instore.site.emulated.system import (
+    STDERR,
     exited_at_start,
     in_netns,
     instance_log,
@@ -67,14 +68,15 @@ def start(names: SiteNames) -> subprocess.Popen[bytes]:
     log = names.xrootd_dir / "xrootd.log"
     cmd = [roles.XROOTD_PROGRAM, "-R", roles.XROOTD_USER, "-c", str(cfg), "-l", str(log),
            "-n", names.netns]  # fmt: skip
-    return subprocess.Popen(
-        in_netns(names.netns, cmd),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=lambda: _child_setup(names),
-    )
+    with open(names.xrootd_dir / STDERR, "wb") as stderr:  # what it says before its log opens
+        return subprocess.Popen(
+            in_netns(names.netns, cmd),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+            preexec_fn=lambda: _child_setup(names),
+        )
 
 
 def _listening(host: str, port: int) -> bool:
@@ -96,7 +98,9 @@ def wait_ready(names: SiteNames, proc: subprocess.Popen[bytes], timeout_s: float
     log = instance_log(names.xrootd_dir / "xrootd.log", names.netns)
     wait_for(ready, timeout_s, f"xrootd for {names.site} listening", f"see {log}")
     if proc.poll() is not None:
-        raise exited_at_start(f"xrootd for {names.site}", log)
+        raise exited_at_start(
+            f"xrootd for {names.site}", log, proc.returncode, names.xrootd_dir / STDERR
+        )
 
 
 def stop(pid: int) -> None:
