@@ -101,6 +101,18 @@ def payload_overhead() -> str:
     return out
 
 
+def _apptainer_vs_podman(a: dict) -> str:
+    """The same sweep, forked, in Apptainer's SIF and in podman, alternating."""
+    r = a["apptainer_over_podman_point_wall"]
+    walls = {rt: ", ".join(f"{w:.1f} s" for w in ws) for rt, ws in a["sweep_wall_s"].items()}
+    verdict = "within" if abs(r["median"] - 1) <= 0.05 else "not within"
+    return (f"The same sweep forked in Apptainer (the SIF of the same image) and in podman, "
+            f"alternating, {a['rounds']} rounds each: the points' wall times in Apptainer over "
+            f"podman, median {r['median']:.2f} ({r['min']:.2f} to {r['max']:.2f}, {a['points']} "
+            f"points; target: within 5%, {verdict}). Sweep walls: podman {walls['podman']}; "
+            f"Apptainer {walls['apptainer']}.\n\n")  # fmt: skip
+
+
 def job_launch() -> str:
     d = _load("launch_results.json")
     out = "## Job launch\n\n"
@@ -147,6 +159,8 @@ def job_launch() -> str:
         f"The points' wall times, forked over new process: median {ratio['median']:.2f} "
         f"({ratio['min']:.2f} to {ratio['max']:.2f}, {ratio['points']} points).\n\n"
     )
+    if "sweep_apptainer_vs_podman" in d:
+        out += _apptainer_vs_podman(d["sweep_apptainer_vs_podman"])
     f = d["full_profile"]
     out += (
         f"The full profile's sweeps of that run: {f['sweeps']} sites, {f['points']} points, "
