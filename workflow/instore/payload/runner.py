@@ -134,6 +134,19 @@ def set_threads(opts: ReadOptions) -> InstoreError | None:
     return None
 
 
+def _join_site_cgroup() -> InstoreError | None:
+    """Join the emulated site's blkio cgroup, where the job's env names one (its disk limits
+    apply to our reads too), before the clock, as a replay does: moving a process between
+    cgroups is set-up, not the read. The error, for the record."""
+    if not os.environ.get(CGROUP_ENV):
+        return None
+    try:
+        join_site_cgroup(os.environ[CGROUP_ENV])
+    except InstoreError as err:
+        return err
+    return None
+
+
 def join_site_cgroup(path: str) -> None:
     try:
         join_cgroup(os.path.join(path, "cgroup.procs"))
@@ -187,6 +200,7 @@ def run_read(opts: ReadOptions) -> JobResult:
     obj, choose_error = choose_object(opts)
     prepare(opts.engine, obj.format if obj else None)
     threads_error = set_threads(opts)
+    cgroup_error = _join_site_cgroup()  # set-up: before the clock
     ready_at = time.time()
     lateness = wait_until(opts.start_at)
     start_time = utc_now()
@@ -201,8 +215,8 @@ def run_read(opts: ReadOptions) -> JobResult:
             raise choose_error or InstoreError(f"{url}: nothing to read")
         if threads_error is not None:
             raise threads_error
-        if os.environ.get(CGROUP_ENV):  # the emulated site's disk limits apply to our reads too
-            join_site_cgroup(os.environ[CGROUP_ENV])
+        if cgroup_error is not None:
+            raise cgroup_error
         if opts.stage_in:
             staged = stage_in(url, opts.stage_in, opts.scratch)  # type: ignore[arg-type]
             stage_s = time.perf_counter() - before.wall
