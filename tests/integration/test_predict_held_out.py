@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,8 +43,12 @@ HELD_OUT = {"rtt_ms": 40.0, "bandwidth_mbit": 60.0}
 # -1.1% and -2.4% / -1.9% / -0.5%. Run 2's XRootD replays ran about 10% slower than its payload
 # points explain, on both links; the bound on the wall is therefore 15%, while the what-if
 # itself, how much the wall changes from one link to the other, is held to 5%.
+# A fresh-clone CI run (344495d, a noisier VM) saw the what-if at -5.2% (xrootd) with one replay
+# per point: the ratio of two single walls carries both walls' noise. Each replay is therefore
+# measured three times and the medians compared, on both sites.
 LIMIT = 0.15
 WHAT_IF_LIMIT = 0.05
+REPLAYS = {"trace": ["up"], "protocol": ["xrootd", "http"], "repetitions": 3}
 
 
 def _site(tmp: Path, name: str, **network: float) -> Path:
@@ -103,7 +108,7 @@ def test_held_out_rtt_and_link(env: dict[str, Path], cli: Cli) -> None:
         "protocols": {"protocol": ["xrootd", "http"], "engine": ["root", "uproot"],
                       "layout": ["ordered"]},
         "cache": {"layout": ["ordered"], "cache_mb": [0, 2, "default"], "protocol": ["xrootd"]},
-        "replay": {"trace": ["up"], "protocol": ["xrootd", "http"]},
+        "replay": REPLAYS,
     })  # fmt: skip
     done = cli(*sweep_args(env, results, "--runtime", "none", study=fitted), timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -119,16 +124,17 @@ def test_held_out_rtt_and_link(env: dict[str, Path], cli: Cli) -> None:
 
     # the site retuned to a link and an RTT the profile never saw
     held = env["tmp"] / "held-out-results"
-    only_replay = _study(env["tmp"], "held-out", {
-        "replay": {"trace": ["up"], "protocol": ["xrootd", "http"]}})  # fmt: skip
+    only_replay = _study(env["tmp"], "held-out", {"replay": REPLAYS})
     done = cli(*sweep_args(env, held, "--runtime", "none", site=env["held_out_site"],
                            study=only_replay), timeout=1200)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    measured = {}
+    runs: dict[str, list[float]] = {}
     for line in (held / SITE / "records.jsonl").read_text().splitlines():
         r = json.loads(line)
         if r.get("section") == "replay" and r.get("status") == "ok":
-            measured[r["protocol"]] = r["predicted_wall_s"]
+            runs.setdefault(r["protocol"], []).append(r["predicted_wall_s"])
+    assert all(len(w) == REPLAYS["repetitions"] for w in runs.values()), runs
+    measured = {protocol: statistics.median(w) for protocol, w in runs.items()}
     errors, walls, change = {}, {}, {}
     fitted_site = {c["protocol"]: c for c in replays}
     for protocol, wall in sorted(measured.items()):
@@ -138,6 +144,7 @@ def test_held_out_rtt_and_link(env: dict[str, Path], cli: Cli) -> None:
         errors[protocol] = (pred["wall_s"] - wall) / wall
         walls[protocol] = {"measured_s": wall, "predicted_s": pred["wall_s"]}
         here = fitted_site[protocol]
+        assert here["walls"] == REPLAYS["repetitions"], here
         # the what-if: the wall on the retuned link over the wall on the fitted one
         measured_ratio = wall / here["measured_wall_s"]
         predicted_ratio = pred["wall_s"] / here["predicted_wall_s"]
