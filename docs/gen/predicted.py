@@ -63,6 +63,9 @@ def validation(reference: Path = REFERENCE) -> str:
 
     run = json.loads((reference / "run.json").read_text())
     which = f"The reference run (commit `{run['commit']}`, sites {', '.join(run['sites'])})"
+    if run.get("predicted_by"):
+        by = run["predicted_by"]
+        which += f", predicted by the model of commit `{by['commit']}` ({by['how']})"
     out = "### Against the study's measured replay and load points\n\n"
     points = pd.read_csv(reference / "points.csv")
     measured = points[points["section"].isin(TRACE_SECTIONS)]

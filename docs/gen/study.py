@@ -1,6 +1,7 @@
 """The study's reference run in the docs: small tables kept in the repository, a page from them.
 
     python docs/gen/study.py --export RESULTS [--log LOG] [--traces DIR]  # keep a run's tables
+    python docs/gen/study.py --repredict RESULTS [--traces DIR]  # its predictions, this model
     python docs/gen/study.py [DOCS_DIR]                                  # study-results.md
 
 ``--export`` reads a finished ``make study``'s results (each site's ``summary.parquet``,
@@ -10,6 +11,10 @@ one per load point, one per replay, load and held-out point predicted from its s
 (``predict.csv``, for the Results page; ``--traces``: the run's traces) and the run's
 conditions. No job record is kept. The page is rendered from those tables only (nothing
 typed), so tests/unit/test_docs.py can fail when it is stale.
+
+``--repredict`` refits each site's profile from the same run's records with this checkout's
+fit and model, rewrites ``predict.csv`` only, and names this checkout in ``run.json``
+(``predicted_by``): a change of the model is judged on the points the reference run measured.
 """
 
 from __future__ import annotations
@@ -231,10 +236,26 @@ def page() -> str:
     return page + ("\n" + OVER_NOTE if OVER_MARK in page else "")
 
 
+def repredict(results: Path, traces: Path) -> None:
+    """Refit the run's profiles with this checkout and predict its points again."""
+    from instore.predict.fit import fit_site
+    from instore.predict.profile import write_profile
+
+    for site in sorted(p.parent.name for p in results.glob("*/records.jsonl")):
+        write_profile(results, fit_site(results, site))
+    _predicttable(results, traces).to_csv(DATA / "predict.csv", index=False)
+    run = json.loads((DATA / "run.json").read_text())
+    run["predicted_by"] = {"commit": _git("rev-parse", "--short", "HEAD"),
+                           "how": "profiles refitted from the run's records"}  # fmt: skip
+    (DATA / "run.json").write_text(json.dumps(run, indent=1, default=str) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("docs", nargs="?", type=Path, default=REPO / "docs")
     parser.add_argument("--export", type=Path, help="a finished study's results directory")
+    parser.add_argument("--repredict", type=Path, help="the reference run's results directory: "
+                        "refit its profiles and predict its points with this checkout")  # fmt: skip
     parser.add_argument("--log", type=Path, help="its Snakemake log, for the run's duration")
     parser.add_argument("--traces", type=Path, default=REPO / "data" / "files" / "traces",
                         help="its recorded traces, for the predicted points (default: "
@@ -242,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.export:
         export(args.export, args.log, args.traces)
+    if args.repredict:
+        repredict(args.repredict, args.traces)
     if (DATA / "run.json").is_file():
         (args.docs / "study-results.md").write_text(page())
     return 0

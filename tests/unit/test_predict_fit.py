@@ -74,7 +74,7 @@ def test_fit_recovers_known_parameters() -> None:
     assert prof.fit_quality and prof.fit_quality["within_10pct"] == 1.0
     assert prof.cores == 2
     # fuse is on the site but was not measured: its mechanics, a server time of 0 said so
-    assert not prof.protocols["fuse"].vector and prof.protocols["fuse"].max_read_kb == 128
+    assert not prof.protocols["fuse"].vector and prof.protocols["fuse"].in_flight_kb is None
     assert "no payload point" in prof.protocols["fuse"].request_ms.source
     # the copy's 11.9 MB/s filled the 100 Mbit/s link: the window does not bind
     assert prof.tcp_window_kb.value is None
@@ -103,6 +103,28 @@ def test_a_window_no_copy_showed_is_fitted_from_the_payload_points() -> None:
     for name, ms in SERVER_MS.items():
         assert prof.protocols[name].request_ms.value == pytest.approx(ms, rel=1e-6), name
     assert prof.fit_quality and prof.fit_quality["within_10pct"] == 1.0
+
+
+def test_a_fuse_mounts_bytes_in_flight_are_fitted_and_its_server_time_is_the_mounts() -> None:
+    # xrootdfs: the site's XRootD's server time per request, and 8 MB/s where the link gives
+    # 12.5 MB/s: 200 kB in flight at 25 ms
+    rate = 8e6
+    fuse = []
+    for calls, mb in ((8, 15.0), (40, 20.0), (100, 9.0)):
+        r = record("protocols", "xrootd", calls, mb, 1.0, "ordered")
+        link = mb * 8 / BW_MBIT
+        slower = mb * 1e6 / rate - link
+        fuse.append({**r, "protocol": "fuse", "wall_s": r["wall_s"] + slower})
+    prof = fit_profile("wan", CALIBRATION, [*synthetic(), *fuse])
+    got = prof.protocols["fuse"]
+    assert got.request_ms.value == pytest.approx(SERVER_MS["xrootd"], rel=1e-6)
+    assert "mounts (xrootd)" in got.request_ms.source
+    assert got.in_flight_kb is not None
+    assert got.in_flight_kb.value == pytest.approx(rate * RTT_MS / 1e3 / 1024, rel=0.02)
+    assert prof.flow_bytes_per_s(got) == pytest.approx(rate, rel=0.02)
+    assert prof.flow_bytes_per_s(prof.protocols["xrootd"]) == BW_MBIT * 1e6 / 8
+    # the mount's points never move the link's fit or the other protocols'
+    assert prof.protocols["xrootd"].request_ms.value == pytest.approx(SERVER_MS["xrootd"], rel=1e-6)
 
 
 def test_validation_sections_are_never_fitted() -> None:

@@ -28,7 +28,8 @@ def profile(**over: object) -> Profile:
         disk_random_ms=Param(0.0, "given"), client_cpu_request_us=Param(0.0, "given"),
         client_cpu_mb_ms=Param(0.0, "given"),
         protocols={"xrootd": Protocol(Param(0.0, "given")),
-                   "fuse": Protocol(Param(0.0, "given"), vector=False, max_read_kb=128)},
+                   "fuse": Protocol(Param(0.0, "given"), vector=False,
+                                    in_flight_kb=Param(256.0, "given"))},
         xcache=XCache(Param(1024, "given"), Param(1000.0, "given"), Param(0.1, "given")),
         cores=2,
     )  # fmt: skip
@@ -165,10 +166,73 @@ def test_vector_read_is_one_round_trip_unless_the_protocol_splits_it(tmp_path: P
     assert fuse.breakdown["round_trips"] == pytest.approx(0.010 * (200 + 3), rel=0.01)
 
 
-def test_fuse_splits_large_reads(tmp_path: Path) -> None:
-    c = compile_trace(load_trace(write_trace(tmp_path, [[(0, 1 << 20)]])))
-    fuse = predict(c, profile(), Scenario(protocol="fuse"))
-    assert fuse.breakdown["round_trips"] == pytest.approx(0.010 * (8 + 3), rel=0.01)
+def test_fuse_read_is_one_round_trip_flowing_no_faster_than_its_bytes_in_flight(
+    tmp_path: Path,
+) -> None:
+    # the kernel sends a 16 MiB read as 128 kB requests a few at a time: one round trip, and a
+    # flow of 256 kB per 50 ms (5.24 MB/s) where the link would give 125 MB/s
+    c = compile_trace(load_trace(write_trace(tmp_path, [[(0, 16 << 20)]])))
+    p = profile(rtt_ms=Param(50.0, "given"))
+    fuse, xrd = predict(c, p, Scenario(protocol="fuse")), predict(c, p)
+    assert fuse.breakdown["round_trips"] == pytest.approx(0.050 * (1 + 3), rel=0.01)
+    assert fuse.breakdown["transfer"] == pytest.approx((16 << 20) / (256 * 1024 / 0.05), rel=0.02)
+    assert xrd.breakdown["transfer"] == pytest.approx((16 << 20) / 125e6, rel=0.05)
+
+
+def test_disk_serves_what_its_readahead_brought_in_and_seeks_for_the_rest(tmp_path: Path) -> None:
+    # 100 reads of 4 kB back to back: the first is read alone, each read after it that the
+    # cache lacks brings 128 kB; 100 reads with a 4 kB gap between them are each a random read
+    hdd = profile(rtt_ms=Param(0.2, "given"), disk_random_ms=Param(10.0, "given"),
+                  readahead_kb=128.0)  # fmt: skip
+    back_to_back = small_reads(100, 4096, 4096)
+    gapped = small_reads(100, 4096, 8192)
+    seq = predict(compile_trace(load_trace(write_trace(tmp_path, back_to_back, name="a"))), hdd)
+    rnd = predict(compile_trace(load_trace(write_trace(tmp_path, gapped, name="b"))), hdd)
+    ios = 1 + -(-(100 * 4096 - 4096) // (128 * 1024))
+    assert seq.breakdown["disk"] == pytest.approx(ios * 0.010, rel=0.05)
+    assert rnd.breakdown["disk"] == pytest.approx(100 * 0.010, rel=0.05)
+
+
+def test_an_idle_throttled_disk_lets_a_slices_reads_through_at_once(tmp_path: Path) -> None:
+    # 100 random reads at 150 IOPS, 0.2 s apart: the throttle refills 30 tokens between them
+    # (capped at its slice, 15), so none waits; back to back they wait for all but the first 15
+    hdd = profile(rtt_ms=Param(0.2, "given"), disk_random_ms=Param(1000 / 150, "given"))
+    throttled = replace(hdd, disk_burst_ios=Param(15.0, "given"))
+    apart = compile_trace(load_trace(write_trace(tmp_path, small_reads(100), think=0.2, name="a")))
+    close = compile_trace(load_trace(write_trace(tmp_path, small_reads(100), think=0.0, name="b")))
+    assert predict(apart, hdd).breakdown["disk"] == pytest.approx(100 / 150, rel=0.05)
+    assert predict(apart, throttled).breakdown["disk"] < 0.01
+    assert predict(close, throttled).breakdown["disk"] == pytest.approx(85 / 150, rel=0.05)
+
+
+def test_a_fixed_time_point_counts_passes_as_the_replayer_does(tmp_path: Path) -> None:
+    # ten 1 MB reads 0.1 s apart, the last nine ten times the first's size: in 2.5 passes'
+    # time a client makes 2 whole passes and, of the third, the share of its bytes answered
+    reads = [[(0, 100_000)]] + [[(k << 20, 1_000_000)] for k in range(1, 10)]
+    c = compile_trace(load_trace(write_trace(tmp_path, reads, think=0.1)))
+    p = profile(rtt_ms=Param(0.01, "given"))
+    one = predict(c, p)
+    fixed = predict(c, p, Scenario(until_s=2.5 * one.wall_s))
+    done = [i for i, t in enumerate(_responses(c, p)) if t <= 0.5 * one.wall_s]
+    share = sum(c.nbytes[i] for i in done) / c.bytes_read
+    assert fixed.passes == pytest.approx(2 + share, rel=1e-6)
+    assert 0 < share < 0.5
+
+
+def _responses(c: object, p: Profile) -> list[float]:
+    """Each read's response time in one pass, from the model's own breakdown-free run."""
+    from instore.predict.compiled import READ
+
+    out, t = [], 0.0
+    ops = c.ops  # type: ignore[attr-defined]
+    for i, op in enumerate(ops):
+        t += c.before[i]  # type: ignore[attr-defined]
+        if op == READ:
+            t += c.nbytes[i] / (1000e6 / 8) + 0.00001  # type: ignore[attr-defined]
+            out.append(t)
+        else:
+            out.append(float("inf"))
+    return out
 
 
 def test_streams_overlap_a_serial_replay_does_not() -> None:

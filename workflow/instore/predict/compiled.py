@@ -13,9 +13,9 @@ from instore.errors import InstoreError
 from instore.replay.streams import plan
 from instore.replay.trace import READ_OPS, Request, Trace
 
-# One request as the disk sees it: its first offset, its last byte's end, the seeks between
-# its chunks (a chunk not within the readahead after the previous one's end), its bytes
-Piece = tuple[int, int, int, int]
+# One request as the disk sees it: its runs of contiguous bytes (offset, length) in the order
+# it reads them, and its bytes
+Piece = tuple[tuple[tuple[int, int], ...], int]
 
 # Operation codes of a compiled trace
 OPEN, CLOSE, STAT, READ, OTHER = range(5)
@@ -122,24 +122,17 @@ def split(chunks: Sequence[tuple[int, int]], vector: bool, max_read: float | Non
     return out
 
 
-def piece(chunks: Sequence[tuple[int, int]], readahead: float) -> Piece:
+def piece(chunks: Sequence[tuple[int, int]]) -> Piece:
     """A request's chunks as the disk sees them (``Piece``)."""
-    seeks, prev = 0, None
-    for off, size in chunks:
-        if prev is not None and not (prev <= off <= prev + readahead):
-            seeks += 1
-        prev = off + size
-    first = chunks[0][0] if chunks else 0
-    return first, prev if prev is not None else 0, seeks, sum(s for _, s in chunks)
+    return tuple(chunks), sum(s for _, s in chunks)
 
 
-def read_plan(c: Compiled, vector: bool, max_read: float | None, readahead: float,
-              ) -> tuple[tuple[Piece, ...], ...]:  # fmt: skip
+def read_plan(c: Compiled, vector: bool, max_read: float | None) -> tuple[tuple[Piece, ...], ...]:
     """Each request's reads on a protocol (none for what is not a read), memoised."""
-    key = ("reads", vector, max_read, readahead)
+    key = ("reads", vector, max_read)
     if key not in c.memo:
         c.memo[key] = tuple(
-            tuple(piece(g, readahead) for g in split(ch, vector or not vec, max_read))
+            tuple(piece(g) for g in split(ch, vector or not vec, max_read))
             if op == READ else ()
             for op, ch, vec in zip(c.ops, c.chunks, c.vector, strict=True)
         )  # fmt: skip
@@ -158,6 +151,11 @@ def block_plan(c: Compiled, block: int) -> tuple[tuple[int, ...], ...]:
 
 
 def blocks_piece(blocks: Sequence[int], block: int) -> Piece:
-    """Whole cache blocks as the origin's disk sees them: a seek at every gap."""
-    seeks = sum(1 for a, b in itertools.pairwise(blocks) if b != a + 1)
-    return blocks[0] * block, (blocks[-1] + 1) * block, seeks, len(blocks) * block
+    """Whole cache blocks as the origin's disk sees them: one run per contiguous stretch."""
+    runs: list[tuple[int, int]] = []
+    for b in blocks:
+        if runs and runs[-1][0] + runs[-1][1] == b * block:
+            runs[-1] = (runs[-1][0], runs[-1][1] + block)
+        else:
+            runs.append((b * block, block))
+    return tuple(runs), len(blocks) * block

@@ -13,10 +13,17 @@ What each parameter comes from:
   it does not bind.
 - ``disk_seq_mb_per_s`` and ``disk_random_ms``: the calibration's fio (1 MiB sequential, 4 KiB
   random: 1000 / IOPS); the emulated disk's limits, or a fast disk, where fio did not run.
+- ``disk_burst_ios``: an emulated disk's IOPS throttle (the kernel's blkio throttle) lets a
+  slice's worth of requests (IOPS x 100 ms) through at once after it idles; a real disk none.
 - each protocol's ``request_ms``: least squares over that protocol's payload points of their
   time away from CPU after the open (wall - user - sys - open) against read calls, after the
   round trips, disk and transfer the other parameters give (clipped at 0); its
   ``open_round_trips``: the points' median open time over the RTT.
+- a FUSE mount's ``in_flight_kb``: its reads go to the server it mounts (xrootdfs: the site's
+  XRootD, whose ``request_ms`` it takes), but the kernel sends an application's read as 128 kB
+  requests with only a few in flight, so its bytes flow slower than the link's: the rate its
+  payload points' bytes came at, after their round trips, server time and disk, times the RTT.
+  A vector read is one request per chunk, in turn (the replay's preads through the mount).
 - ``client_cpu_request_us`` and ``client_cpu_mb_ms``: least squares of the payload points' CPU
   against their read calls and MB read, within groups of points doing the same work (layout,
   branches, entries, events) so that only how they read differs.
@@ -49,9 +56,10 @@ from instore.vocabulary import PAYLOAD_FIT_SECTIONS
 
 # How each protocol sends reads (not fitted: the protocol's mechanics)
 MECHANICS: dict[str, dict[str, Any]] = {
-    FUSE: {"vector": False, "max_read_kb": 128.0},
+    FUSE: {"vector": False},
     POSIX: {"vector": False},
 }
+MOUNTED = {FUSE: XROOTD}  # the protocol a mount's reads travel by (the emulated sites' xrootdfs)
 FAST_DISK = {"seq": 2000.0, "random_ms": 0.05}  # where nothing measured the disk: an SSD's
 GROUP_KEYS = ("layout", "branches", "entry_fraction", "events", "file_size", "engine",
               "pattern_cpu_us")  # fmt: skip
@@ -153,7 +161,7 @@ def fit_per_byte(points: Sequence[dict[str, Any]], rtt_s: float, seq: float, see
     """One flow's seconds per byte, fitted jointly with each protocol's time per request over
     the remote payload points (least squares), where the points tell them apart (their bytes
     and read calls vary independently); None where they do not."""
-    remote = [r for r in points if r["protocol"] != POSIX]
+    remote = [r for r in points if r["protocol"] != POSIX and r["protocol"] not in MOUNTED]
     names = sorted({str(r["protocol"]) for r in remote})
     if len(remote) < len(names) + 2:
         return None
@@ -169,12 +177,24 @@ def fit_per_byte(points: Sequence[dict[str, Any]], rtt_s: float, seq: float, see
 def fit_protocols(points: Sequence[dict[str, Any]], rtt_s: float, per_byte: float, seq: float,
                   seek_s: float) -> dict[str, Protocol]:  # fmt: skip
     """Each protocol's server time per request, by least squares over its points, and its
-    open's round trips (the median of its points' open times over the RTT)."""
+    open's round trips (the median of its points' open times over the RTT); a mount's server
+    time is the protocol's it mounts, and its bytes in flight are fitted instead."""
     by_proto: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in points:
         by_proto[str(r["protocol"])].append(r)
-    out = {}
-    for name, members in sorted(by_proto.items()):
+    out: dict[str, Protocol] = {}
+    for name, members in sorted(by_proto.items(), key=lambda kv: kv[0] in MOUNTED):
+        trips = _open_round_trips(name, members, rtt_s)
+        mounted = out.get(MOUNTED.get(name, ""))
+        if name in MOUNTED and mounted is not None:
+            server = mounted.request_ms
+            request = Param(server.value, f"the protocol it mounts ({MOUNTED[name]}): {server.source}",
+                            server.fit)  # fmt: skip
+            in_flight = fit_in_flight(members, rtt_s, per_byte, seq, seek_s,
+                                      (server.value or 0.0) / 1e3)  # fmt: skip
+            out[name] = Protocol(request, open_round_trips=trips, in_flight_kb=in_flight,
+                                 **MECHANICS.get(name, {}))  # fmt: skip
+            continue
         calls = np.array([float(r["read_calls"]) for r in members])
         away = np.array([away_of(r) for r in members])
         base = np.array([io_terms(r, rtt_s, per_byte, seq, seek_s) for r in members])
@@ -185,27 +205,53 @@ def fit_protocols(points: Sequence[dict[str, Any]], rtt_s: float, per_byte: floa
         fit = {"points": len(members), "sections": _sections(members),
                "median_abs_error": err}  # fmt: skip
         src = f"{_sections(members)}: {len(members)} {name} points, time off CPU against read calls"
-        opens = [float(r["open_s"]) for r in members if r.get("open_s")]
-        trips = None
-        if opens and rtt_s > 0 and name != POSIX:
-            trips = Param(statistics.median(opens) / rtt_s,
-                          f"{_sections(members)}: the median open time of {len(opens)} "
-                          f"{name} points over the RTT", {"points": len(opens)})  # fmt: skip
         out[name] = Protocol(Param(x * 1e3, src, fit), open_round_trips=trips,
                              **MECHANICS.get(name, {}))  # fmt: skip
-    return out
+    return dict(sorted(out.items()))
+
+
+def _open_round_trips(name: str, members: Sequence[dict[str, Any]], rtt_s: float) -> Param | None:
+    opens = [float(r["open_s"]) for r in members if r.get("open_s")]
+    if not opens or rtt_s <= 0 or name == POSIX:
+        return None
+    return Param(statistics.median(opens) / rtt_s,
+                 f"{_sections(members)}: the median open time of {len(opens)} {name} points "
+                 "over the RTT", {"points": len(opens)})  # fmt: skip
+
+
+def fit_in_flight(members: Sequence[dict[str, Any]], rtt_s: float, per_byte: float, seq: float,
+                  seek_s: float, server_s: float) -> Param | None:  # fmt: skip
+    """The bytes a mount's read keeps in flight: the rate its points' bytes came at, after their
+    round trips, server time and disk, times the RTT. None where that rate is the link's flow
+    (it does not bind) or nothing is left to explain."""
+    if rtt_s <= 0:
+        return None
+    calls = np.array([float(r["read_calls"]) for r in members])
+    size = np.array([float(r["bytes_read"]) for r in members])
+    away = np.array([away_of(r) for r in members])
+    base = np.array([io_terms(r, rtt_s, 0.0, seq, seek_s) for r in members]) + calls * server_s
+    spent = float(np.clip(away - base, 0.0, None).sum())
+    if spent <= 0 or size.sum() <= 0:
+        return None
+    rate = float(size.sum()) / spent
+    if rate >= 0.8 / per_byte:
+        return None
+    err = _median_abs_rel(base + size / rate, away)
+    return Param(rate * rtt_s / 1024,
+                 f"{_sections(members)}: the rate of {len(members)} points' bytes after their "
+                 f"round trips, server time and disk ({rate / 1e6:.2f} MB/s) x RTT",
+                 {"points": len(members), "sections": _sections(members), "mb_per_s": rate / 1e6,
+                  "median_abs_error": err})  # fmt: skip
 
 
 def payload_wall(r: dict[str, Any], profile: Profile) -> float:
     """A payload point's wall as the profile explains it: its CPU, its open (round trips), its
     reads' round trips and server time, its bytes over one flow and the disk."""
     rtt_s = (profile.rtt_ms.value or 0.0) / 1e3
-    bw = (profile.bandwidth_mbit.value or 1.0) * 1e6 / 8
-    window = profile.tcp_window_kb.value
-    flow = min(bw, window * 1024 / rtt_s) if window and rtt_s > 0 else bw
     seq = (profile.disk_seq_mb_per_s.value or 1.0) * 1e6
     seek = (profile.disk_random_ms.value or 0.0) / 1e3
     proto = profile.protocols.get(str(r["protocol"]))
+    flow = profile.flow_bytes_per_s(proto or Protocol(Param(0.0, "none")))
     server = (proto.request_ms.value or 0.0) / 1e3 if proto else 0.0
     trips = proto.open_round_trips.value if proto and proto.open_round_trips else None
     opened = (trips or 0.0) * rtt_s if trips is not None else float(r.get("open_s") or 0.0)
@@ -256,6 +302,18 @@ def _disk(calib: dict[str, Any], emulation: dict[str, Any]) -> tuple[Param, Para
     return seq, rand
 
 
+THROTTLE_SLICE_S = 0.1  # the kernel's blk-throttle slice (throtl_slice: HZ / 10)
+
+
+def _burst(emulation: dict[str, Any]) -> Param:
+    iops = (emulation.get("disk") or {}).get("read_iops")
+    if not iops:
+        return Param(0.0, "default: no IOPS throttle in the site's configuration, no burst")
+    return Param(float(iops) * THROTTLE_SLICE_S,
+                 f"site configuration: the emulated disk's throttle ({iops} IOPS) lets a "
+                 f"{THROTTLE_SLICE_S * 1000:.0f} ms slice's requests through after it idles")  # fmt: skip
+
+
 def _xcache(calib: dict[str, Any], emulation: dict[str, Any]) -> XCache | None:
     cache = emulation.get("cache")
     through = (calib.get("protocols") or {}).get(XCACHE)
@@ -294,6 +352,7 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
         rtt = Param(0.2, "default: no RTT probe, a LAN's")
     bw, window = _link(calib, emulation, rtt.value or 0.0)
     seq, rand = _disk(calib, emulation)
+    burst = _burst(emulation)
     rtt_s, bw_b = (rtt.value or 0.0) / 1000.0, (bw.value or 1.0) * 1e6 / 8.0
     seq_b, seek_s = (seq.value or 1.0) * 1e6, (rand.value or 0.0) / 1000.0
     notes = []
@@ -323,7 +382,8 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
     readahead = (emulation.get("disk") or {}).get("readahead_kb")
     profile = Profile(
         site=site, kind="fitted", rtt_ms=rtt, bandwidth_mbit=bw, tcp_window_kb=window,
-        disk_seq_mb_per_s=seq, disk_random_ms=rand, client_cpu_request_us=cpu_req,
+        disk_seq_mb_per_s=seq, disk_random_ms=rand, disk_burst_ios=burst,
+        client_cpu_request_us=cpu_req,
         client_cpu_mb_ms=cpu_mb, protocols=protocols, xcache=_xcache(calib, emulation),
         cores=int(workers.get("cores") or 1),
         readahead_kb=float(readahead) if readahead and not math.isnan(float(readahead)) else 128.0,

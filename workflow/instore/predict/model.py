@@ -17,9 +17,12 @@ What it does, request by request (``Compiled`` prepares a trace once, ``predict`
 - **A link shared by its flows**: the link is one server of the profile's bandwidth: a
   transfer occupies it for bytes / bandwidth, in the order the data is ready, and one flow is
   no faster than its TCP window / RTT where the window binds.
-- **A disk queueing every client's requests**: one FIFO server, a seek (the random read's
-  service time) for each chunk not within the readahead of the previous read of that file,
-  then bytes / sequential rate.
+- **A disk queueing every client's requests, behind a page cache**: a chunk the page cache
+  holds (read ahead by an earlier request of that file) costs no disk time; any other is one
+  disk request that reads the chunk and the readahead after it (the kernel's): one FIFO
+  server, the random read's service time (1 / IOPS: an IOPS-limited disk counts every
+  request; a spinning disk's sequential ones would cost less, which the model does not know)
+  plus its bytes / sequential rate.
 - **Clients** (the load section; jobs on many nodes) all read the same site at once, each its
   own copy of the files; their requests meet in the disk's and the link's queues.
 - **XCache**: warm, every read is served by the cache (its local round trip and rate); cold,
@@ -43,6 +46,7 @@ chain do not add to the wall, and are not counted).
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +86,10 @@ class Scenario:
     clients: int = 1
     jobs_per_node: int | None = None
     recorded_on: Profile | None = None
+    # a fixed-time point (the load section): the jobs replay the trace pass after pass, each
+    # on its own copy, until this many seconds have passed; the prediction then counts the
+    # passes as the replayer does (whole ones, plus the share of a pass's bytes read)
+    until_s: float | None = None
 
 
 @dataclass
@@ -102,6 +110,7 @@ class Prediction:
     events_per_s: float | None  # every client's events over the wall
     aggregate_mb_per_s: float
     breakdown: dict[str, float] = field(default_factory=dict)  # seconds, summing to wall_s
+    passes: float | None = None  # in ``Scenario.until_s`` (mean over the clients)
     what_if: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -114,6 +123,35 @@ class Prediction:
         from dataclasses import asdict
 
         return {**asdict(self), "waits_on": self.waits_on}
+
+
+def page_in(cached: tuple[list[int], list[int]], runs: tuple[tuple[int, int], ...],
+            readahead: float) -> tuple[int, int]:  # fmt: skip
+    """The disk requests, and their bytes, that reading ``runs`` of one file costs: none for a
+    run the page cache holds (``cached``: its ranges, updated), else one that reads the run
+    and the readahead after it."""
+    starts, ends = cached
+    ios = nbytes = 0
+    for off, length in runs:
+        i = bisect_right(starts, off) - 1
+        if i >= 0 and ends[i] >= off + length:
+            continue
+        i = bisect_right(starts, off - 1) - 1
+        sequential = i >= 0 and starts[i] <= off <= ends[i]
+        span = max(length, int(readahead)) if sequential else length
+        ios += 1
+        nbytes += span
+        lo, hi = off, off + span
+        j = bisect_left(starts, lo)
+        if j > 0 and ends[j - 1] >= lo:
+            j -= 1
+            lo = starts[j]
+        while j < len(starts) and starts[j] <= hi:
+            hi = max(hi, ends[j])
+            del starts[j], ends[j]
+        starts.insert(j, lo)
+        ends.insert(j, hi)
+    return ios, nbytes
 
 
 def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = None) -> Prediction:
@@ -135,10 +173,10 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
     if bw <= 0:
         raise InstoreError(f"site {profile.site}: a link of no bandwidth",
                            "give bandwidth_mbit above 0")  # fmt: skip
-    window = profile.tcp_window_kb.value
-    flow = min(bw, window * 1024 / rtt) if window and rtt > 0 else bw
+    flow = profile.flow_bytes_per_s(proto)
     seq = (profile.disk_seq_mb_per_s.value or 1e9) * MB
     seek = (profile.disk_random_ms.value or 0.0) / 1000.0
+    burst = float(profile.disk_burst_ios.value or 0.0)
     server = (proto.request_ms.value or 0.0) / 1000.0
     readahead = profile.readahead_kb * 1024
     max_read = proto.max_read_kb * 1024 if proto.max_read_kb else None
@@ -165,11 +203,13 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
     n = compiled.requests
     ops, files, nbytes = compiled.ops, compiled.files, compiled.nbytes
     before, dependents = compiled.before, compiled.dependents
-    reads = read_plan(compiled, proto.vector, max_read, readahead)
+    reads = read_plan(compiled, proto.vector, max_read)
     blocks = block_plan(compiled, block) if sc.xcache == "cold" else ()
     lead = compiled.lead_s * stretch
     free = [0.0, 0.0]  # when the disk, and the link, are next free (FIFO servers)
-    pos: list[dict[int, int]] = [{} for _ in range(clients)]  # file -> the disk's last offset
+    tokens = [burst, 0.0]  # the disk's idle burst left, and when it was last counted
+    # file -> the byte ranges the page cache holds (starts, ends; sorted, disjoint)
+    paged: list[dict[int, tuple[list[int], list[int]]]] = [{} for _ in range(clients)]
     held: list[set[int]] = [set() for _ in range(clients)]  # cached blocks (file-keyed)
     copied: list[set[int]] = [set() for _ in range(clients)]  # staged-in files
     connected = [False] * clients
@@ -180,6 +220,7 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
     own_of: list[list[list[float] | None]] = [[None] * n for _ in range(clients)]
     setter = [[-1] * n for _ in range(clients)]
     last = [(lead, -1)] * clients  # each client's latest response and its request
+    done_at = [[0.0] * n for _ in range(clients)]  # each request's response
     heap: list[tuple[float, int, int]] = []
     for c in range(clients):
         for i in range(n):
@@ -191,20 +232,24 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
 
     def remote(c: int, key: int, pc: Piece, t: float, hop: float, cost: float,
                own: list[float]) -> float:  # fmt: skip
-        """One request across the link: a round trip, the server, the disk (a FIFO queue:
-        a seek unless it starts within the readahead after that file's last read, the seeks
-        between its chunks, its bytes at the sequential rate), the transfer (the link a FIFO
-        queue too, a flow no faster than its window)."""
-        first, end_off, seeks, size = pc
+        """One request across the link: a round trip, the server, the disk (a FIFO queue: one
+        request, its service time and its bytes, for each run the page cache does not hold),
+        the transfer (the link a FIFO queue too, a flow no faster than its window)."""
+        runs, size = pc
+        ios, disk_bytes = page_in(paged[c].setdefault(key, ([], [])), runs, readahead)
         arrive = t + hop / 2 + cost
-        prev = pos[c].get(key)
-        if prev is None or not (prev <= first <= prev + readahead):
-            seeks += 1
-        pos[c][key] = end_off
-        d_start = arrive if arrive > free[0] else free[0]
-        d_seek = seeks * seek
-        d_end = d_start + d_seek + size / seq
-        free[0] = d_end
+        d_start = arrive if arrive > free[0] or not ios else free[0]
+        paid = ios
+        if burst and ios:  # an idle throttle lets a slice's requests through at once
+            left = min(burst, tokens[0] + (d_start - tokens[1]) / seek) if seek else burst
+            free_ios = min(ios, int(left))
+            paid = ios - free_ios
+            tokens[0] = left - free_ios
+        d_seek = paid * seek
+        d_end = d_start + d_seek + disk_bytes / seq
+        if ios:
+            free[0] = d_end
+            tokens[1] = d_end
         if not size_on_link:
             done = d_end
             on_disk = d_end - d_start
@@ -269,6 +314,7 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
             end = t + hop
             own[1] += hop
         own_of[c][i] = own
+        done_at[c][i] = end
         if end >= last[c][0]:
             last[c] = (end, i)
         r = ready[c]
@@ -304,6 +350,9 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
     events_per_s = None
     if compiled.events is not None and wall > 0:
         events_per_s = compiled.events * clients / wall
+    passes = None
+    if sc.until_s:
+        passes = passes_in(sc.until_s, walls, done_at, compiled)
     return Prediction(
         trace=compiled.name,
         site=profile.site,
@@ -319,4 +368,23 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
         events_per_s=events_per_s,
         aggregate_mb_per_s=compiled.bytes_read * clients / max(walls) / MB if wall > 0 else 0.0,
         breakdown=mean,
+        passes=passes,
     )
+
+
+def passes_in(until_s: float, walls: list[float], done_at: list[list[float]],
+              compiled: Compiled) -> float:  # fmt: skip
+    """The passes the clients make in ``until_s`` (their mean), counted as the replayer counts
+    them: each whole pass (every pass as the first: on its own copy, cold), plus the share of
+    a pass's read bytes answered in the pass in hand. Where the first pass's requests are
+    seek-bound and its bytes come late, that share is small: comparing per-pass walls derived
+    this way on both sides keeps the model and the measurement on one definition."""
+    reads = [i for i, op in enumerate(compiled.ops) if op == READ]
+    total = sum(compiled.nbytes[i] for i in reads) or 1
+    counts = []
+    for wall, done in zip(walls, done_at, strict=True):
+        whole = int(until_s // wall) if wall > 0 else 0
+        left = until_s - whole * wall
+        got = sum(compiled.nbytes[i] for i in reads if done[i] <= left)
+        counts.append(whole + got / total)
+    return sum(counts) / len(counts)

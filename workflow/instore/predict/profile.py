@@ -40,20 +40,25 @@ class Param:
 @dataclass(frozen=True)
 class Protocol:
     """What one access protocol costs per request: the server's time per request (beyond the
-    round trip), whether a vector read is one request (False: one per chunk, in turn) and the
-    largest read it sends (a FUSE mount splits reads into 128 kB; None: no limit)."""
+    round trip), whether a vector read is one request (False: one per chunk, in turn), the
+    largest read it sends (longer ones are split into requests in turn; None: no limit) and the
+    bytes one read keeps in flight (a FUSE mount's readahead: its reads flow no faster than
+    that per round trip, however fast the link; None: only the TCP window binds)."""
 
     request_ms: Param
     vector: bool = True
     max_read_kb: float | None = None
     # a payload job's open (ROOT's or uproot's: the header, the metadata) in round trips
     open_round_trips: Param | None = None
+    in_flight_kb: Param | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = {"request_ms": self.request_ms.as_dict(), "vector": self.vector,
                "max_read_kb": self.max_read_kb}  # fmt: skip
         if self.open_round_trips is not None:
             out["open_round_trips"] = self.open_round_trips.as_dict()
+        if self.in_flight_kb is not None:
+            out["in_flight_kb"] = self.in_flight_kb.as_dict()
         return out
 
 
@@ -90,11 +95,25 @@ class Profile:
     readahead_kb: float = 128.0  # a read this close after the last one costs no seek
     notes: list[str] = field(default_factory=list)
     fit_quality: dict[str, Any] | None = None  # the whole model against the fitted points
+    # random reads an idle disk serves at once, beyond its IOPS (a throttle's slice: the
+    # emulated disks' blkio throttle lets IOPS x 100 ms through after it idles; a real disk 0)
+    disk_burst_ios: Param = field(default_factory=lambda: Param(0.0, "default: no burst"))
 
     @property
     def disk_iops(self) -> float | None:
         ms = self.disk_random_ms.value
         return 1000.0 / ms if ms else None
+
+    def flow_bytes_per_s(self, protocol: Protocol) -> float:
+        """One read's rate over the link: the link's, no faster than the TCP window, or the
+        protocol's bytes in flight, per round trip (where either binds)."""
+        rtt_s = (self.rtt_ms.value or 0.0) / 1000.0
+        rate = (self.bandwidth_mbit.value or 0.0) * 1e6 / 8.0
+        for kb in (self.tcp_window_kb.value,
+                   protocol.in_flight_kb.value if protocol.in_flight_kb else None):  # fmt: skip
+            if kb and rtt_s > 0:
+                rate = min(rate, kb * 1024 / rtt_s)
+        return rate
 
     def protocol(self, name: str | None) -> tuple[str, Protocol]:
         """The protocol ``name`` (None: xrootd if the site has it, else its first), or one
@@ -117,14 +136,19 @@ class Profile:
             if value is None:
                 continue
             if key == "iops":
-                out = replace(out, disk_random_ms=Param(1000.0 / value, f"what-if: {value} IOPS"))
+                out = replace(
+                    out,
+                    disk_random_ms=Param(1000.0 / value, f"what-if: {value} IOPS"),
+                    disk_burst_ios=Param(0.0, "what-if: another disk, no burst"),
+                )
             else:
                 out = replace(out, **{key: Param(float(value), f"what-if: {key}={value}")})
         return out
 
     def as_dict(self) -> dict[str, Any]:
         keys = ("rtt_ms", "bandwidth_mbit", "tcp_window_kb", "disk_seq_mb_per_s",
-                "disk_random_ms", "client_cpu_request_us", "client_cpu_mb_ms")  # fmt: skip
+                "disk_random_ms", "disk_burst_ios", "client_cpu_request_us",
+                "client_cpu_mb_ms")  # fmt: skip
         return {
             "profile_version": PROFILE_VERSION,
             "site": self.site,
@@ -162,6 +186,7 @@ def from_dict(data: dict[str, Any], source: str | Path = "profile") -> Profile:
         tcp_window_kb=_param(p.get("tcp_window_kb")),
         disk_seq_mb_per_s=_param(p["disk_seq_mb_per_s"]),
         disk_random_ms=_param(p["disk_random_ms"]),
+        disk_burst_ios=_param(p.get("disk_burst_ios", 0.0)),
         client_cpu_request_us=_param(p.get("client_cpu_request_us", 0.0)),
         client_cpu_mb_ms=_param(p.get("client_cpu_mb_ms", 0.0)),
         protocols={
@@ -170,6 +195,7 @@ def from_dict(data: dict[str, Any], source: str | Path = "profile") -> Profile:
                 bool(v.get("vector", True)),
                 v.get("max_read_kb"),
                 _param(v["open_round_trips"]) if "open_round_trips" in v else None,
+                _param(v["in_flight_kb"]) if v.get("in_flight_kb") is not None else None,
             )
             for name, v in data["protocols"].items()
         },

@@ -126,7 +126,7 @@ def measured_points(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                len({r.get("job") for r in rows}), _knobs(first))  # fmt: skip
         points[key].append(rows)
     out = []
-    for (section, trace, protocol, state, clients, _), reps in points.items():
+    for (section, trace, protocol, state, clients, knobs), reps in points.items():
         rows = [r for rep in reps for r in rep]
         walls = [w for r in rows if (w := _wall_per_pass(r)) is not None]
         effs = [float(e) for r in rows
@@ -139,6 +139,7 @@ def measured_points(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                     "wall_hi_s": max(walls), "walls": len(walls),
                     "overshoot_s": _per_pass(rows, "sleep_overshoot_s"),
                     "read_s": _per_pass(rows, "read_time_s"),
+                    "fixed_time_s": knobs[-1] or None,
                     "cpu_efficiency": statistics.median(effs) if effs else None})  # fmt: skip
     return out
 
@@ -183,10 +184,13 @@ def check_site(profile: Profile, records: Sequence[dict[str, Any]],
             skipped.append(f"{p['section']} {p['trace']} xcache: the profile has no XCache")
             continue
         sc = Scenario(protocol=protocol, xcache=state, clients=p["clients"],
-                      recorded_on=recorded_on(compiled))  # fmt: skip
+                      recorded_on=recorded_on(compiled), until_s=p["fixed_time_s"])  # fmt: skip
         pred = predict(compiled, profile, sc)
+        wall = pred.wall_s
+        if pred.passes:  # a fixed-time point: its wall per pass, as its records count it
+            wall = float(p["fixed_time_s"]) / pred.passes
         checks.append(Check(profile.site, p["section"], p["trace"], p["protocol"], state,
-                            p["clients"], p["repetitions"], p["wall_s"], pred.wall_s,
+                            p["clients"], p["repetitions"], p["wall_s"], wall,
                             p["cpu_efficiency"], pred.cpu_efficiency, pred.waits_on,
                             p["wall_lo_s"], p["wall_hi_s"], p["walls"], p["overshoot_s"],
                             p["read_s"], pred.wall_s - pred.breakdown.get("think", 0.0)))  # fmt: skip
