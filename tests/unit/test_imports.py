@@ -150,7 +150,7 @@ def test_the_site_package_loads_no_dataframes() -> None:
 # A new part takes its place here (tests/unit and docs/development.md say where it goes).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("instore", "vocabulary", "errors", "filenames", "cliutil", "workflowlock",
-     "uproot_xrootd"),  # words, errors, file names
+     "uproot_xrootd", "pagecache"),  # words, errors, file names, dropping cached pages
     ("configfile", "urls", "calibration"),  # config files, URLs, a site's calibration
     ("access", "credentials", "rootenv"),  # how a job reaches a file, with what, through ROOT
     ("storage", "record", "generate"),  # reading and writing storage, the record, test files

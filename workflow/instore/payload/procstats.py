@@ -54,19 +54,6 @@ def rchar() -> int:
     return -1
 
 
-def drop_page_cache(path: str) -> bool:
-    """Evict one file's pages (no root needed), so the next read comes from the device."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        return True
-    finally:
-        os.close(fd)
-
-
 def join_cgroup(procs_file: str) -> None:
     """Move this process into a cgroup (the emulated site's blkio throttle) before reading."""
     Path(procs_file).write_text(str(os.getpid()))

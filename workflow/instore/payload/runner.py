@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from instore import pagecache
 from instore.errors import InstoreError
 from instore.payload import objects
 from instore.payload.engine import ClientOptions, Engine, UprootKnobs
 from instore.payload.objects import DataObject
 from instore.payload.pattern import Pattern
-from instore.payload.procstats import ProcSnapshot, drop_page_cache, join_cgroup
+from instore.payload.procstats import ProcSnapshot, join_cgroup
 from instore.payload.result import EngineResult
 from instore.payload.specs import FILE_MODULES, ROOT_CLIENT, SPECS, http_client, resolve_mode
 from instore.payload.threads import cpu_efficiency, over_cores, too_many_threads
@@ -178,7 +179,7 @@ def _read_passes(
     passes, dropped = 0, None
     while True:
         if opts.cold and not opts.stage_in and is_local(url):
-            dropped = drop_page_cache(local_path(url))
+            dropped = pagecache.drop(local_path(url))
         result = _engine(opts, url, obj)
         total = result if total is None else total.plus(result)
         passes += 1

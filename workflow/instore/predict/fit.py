@@ -51,7 +51,8 @@ import numpy as np
 from instore.access import FUSE, POSIX, XCACHE, XROOTD
 from instore.calibration import read_calibration
 from instore.errors import InstoreError
-from instore.predict.profile import Param, Profile, Protocol, XCache
+from instore.predict.given import burst, disk, link, xcache
+from instore.predict.profile import Param, Profile, Protocol
 from instore.vocabulary import PAYLOAD_FIT_SECTIONS
 
 # How each protocol sends reads (not fitted: the protocol's mechanics)
@@ -60,11 +61,8 @@ MECHANICS: dict[str, dict[str, Any]] = {
     POSIX: {"vector": False},
 }
 MOUNTED = {FUSE: XROOTD}  # the protocol a mount's reads travel by (the emulated sites' xrootdfs)
-FAST_DISK = {"seq": 2000.0, "random_ms": 0.05}  # where nothing measured the disk: an SSD's
 GROUP_KEYS = ("layout", "branches", "entry_fraction", "events", "file_size", "engine",
               "pattern_cpu_us")  # fmt: skip
-XCACHE_LOCAL_RTT_MS = 0.05
-DEFAULT_LINK_MBIT = 1000.0  # a worker to a cache on its own LAN: not measured
 
 
 def conditions_of(record: dict[str, Any]) -> dict[str, Any]:
@@ -259,76 +257,6 @@ def payload_wall(r: dict[str, Any], profile: Profile) -> float:
             + float(r["read_calls"]) * server)  # fmt: skip
 
 
-def _link(calib: dict[str, Any], emulation: dict[str, Any], rtt_ms: float) -> tuple[Param, Param]:
-    """The link's bandwidth and, where a copy shows it binding, the TCP window."""
-    copies = {p: e.get("mb_per_s") for p, e in (calib.get("protocols") or {}).items()
-              if p != XCACHE and isinstance(e, dict) and e.get("mb_per_s")}  # fmt: skip
-    best = max(copies.values()) if copies else None
-    configured = (emulation.get("network") or {}).get("bandwidth_mbit")
-    if configured:
-        bw = Param(float(configured), "site configuration: the emulated link")
-    elif best:
-        which = max(copies, key=lambda p: copies[p])
-        bw = Param(best * 8.0, f"calibration: whole-file {which} copy ({best:.1f} MB/s)")
-    else:
-        bw = Param(DEFAULT_LINK_MBIT, "default: no whole-file copy calibrated and no link "
-                   "configured, a 1 Gbit/s LAN's (calibrate the site, or edit the profile)")  # fmt: skip
-    window = Param(None, "does not bind: the fastest whole-file copy filled the link")
-    if best and bw.value and best * 8.0 < 0.8 * bw.value and rtt_ms > 1.0:
-        kb = best * 1e6 * rtt_ms / 1000.0 / 1024.0
-        window = Param(kb, f"calibration: the fastest copy ({best:.1f} MB/s) x RTT",
-                       {"points": 1, "copy_mb_per_s": best})  # fmt: skip
-    elif not best:
-        window = Param(None, "unknown: no whole-file copy in the calibration; assumed not binding")
-    return bw, window
-
-
-def _disk(calib: dict[str, Any], emulation: dict[str, Any]) -> tuple[Param, Param]:
-    fio = calib.get("fio") or {}
-    disk = emulation.get("disk") or {}
-    if fio.get("seq_read_mb_per_s"):
-        seq = Param(float(fio["seq_read_mb_per_s"]), "calibration: fio 1 MiB sequential reads")
-    elif disk.get("read_mbps"):
-        seq = Param(float(disk["read_mbps"]), "site configuration: the disk's limit")
-    else:
-        seq = Param(FAST_DISK["seq"], "default: no fio and no limit, an SSD's rate")
-    if fio.get("rand_read_iops"):
-        iops = float(fio["rand_read_iops"])
-        rand = Param(1000.0 / iops, f"calibration: fio 4 KiB random reads ({iops:.0f} IOPS)")
-    elif disk.get("read_iops"):
-        rand = Param(1000.0 / float(disk["read_iops"]), "site configuration: the disk's IOPS limit")
-    else:
-        rand = Param(FAST_DISK["random_ms"], "default: no fio and no limit, an SSD's")
-    return seq, rand
-
-
-THROTTLE_SLICE_S = 0.1  # the kernel's blk-throttle slice (throtl_slice: HZ / 10)
-
-
-def _burst(emulation: dict[str, Any]) -> Param:
-    iops = (emulation.get("disk") or {}).get("read_iops")
-    if not iops:
-        return Param(0.0, "default: no IOPS throttle in the site's configuration, no burst")
-    return Param(float(iops) * THROTTLE_SLICE_S,
-                 f"site configuration: the emulated disk's throttle ({iops} IOPS) lets a "
-                 f"{THROTTLE_SLICE_S * 1000:.0f} ms slice's requests through after it idles")  # fmt: skip
-
-
-def _xcache(calib: dict[str, Any], emulation: dict[str, Any]) -> XCache | None:
-    cache = emulation.get("cache")
-    through = (calib.get("protocols") or {}).get(XCACHE)
-    if not cache and not through:
-        return None
-    block = (cache or {}).get("blocksize_kb") or 1024
-    block_p = Param(float(block), "site configuration: the XCache's block size"
-                    if cache else "default: XCache's 1 MiB block")  # fmt: skip
-    if isinstance(through, dict) and through.get("mb_per_s"):
-        rate = Param(float(through["mb_per_s"]), "calibration: a warm whole-file read through it")
-    else:
-        rate = Param(500.0, "default: no warm read through the cache in the calibration")
-    return XCache(block_p, rate, Param(XCACHE_LOCAL_RTT_MS, "default: a cache on the worker's LAN"))
-
-
 def fit_profile(site: str, calibration: dict[str, Any] | None,
                 records: Sequence[dict[str, Any]]) -> Profile:  # fmt: skip
     """The site's profile from its calibration and its records (only the payload sections'
@@ -350,9 +278,9 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
                     "site configuration: the emulated link's RTT")  # fmt: skip
     else:
         rtt = Param(0.2, "default: no RTT probe, a LAN's")
-    bw, window = _link(calib, emulation, rtt.value or 0.0)
-    seq, rand = _disk(calib, emulation)
-    burst = _burst(emulation)
+    bw, window = link(calib, emulation, rtt.value or 0.0)
+    seq, rand = disk(calib, emulation)
+    burst_ios = burst(emulation)
     rtt_s, bw_b = (rtt.value or 0.0) / 1000.0, (bw.value or 1.0) * 1e6 / 8.0
     seq_b, seek_s = (seq.value or 1.0) * 1e6, (rand.value or 0.0) / 1000.0
     notes = []
@@ -382,9 +310,9 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
     readahead = (emulation.get("disk") or {}).get("readahead_kb")
     profile = Profile(
         site=site, kind="fitted", rtt_ms=rtt, bandwidth_mbit=bw, tcp_window_kb=window,
-        disk_seq_mb_per_s=seq, disk_random_ms=rand, disk_burst_ios=burst,
+        disk_seq_mb_per_s=seq, disk_random_ms=rand, disk_burst_ios=burst_ios,
         client_cpu_request_us=cpu_req,
-        client_cpu_mb_ms=cpu_mb, protocols=protocols, xcache=_xcache(calib, emulation),
+        client_cpu_mb_ms=cpu_mb, protocols=protocols, xcache=xcache(calib, emulation),
         cores=int(workers.get("cores") or 1),
         readahead_kb=float(readahead) if readahead and not math.isnan(float(readahead)) else 128.0,
         notes=notes,

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from instore import access, credentials
+from instore import access, credentials, pagecache
 from instore.errors import InstoreError
 from instore.site.config import SiteConfig
 from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
@@ -112,7 +112,7 @@ class RealLive(LiveSite):
             if proto not in self.config.endpoints:
                 continue
             for name in self.files:
-                _fadvise_dontneed(Path(self._url(proto, name)))
+                pagecache.drop(self._url(proto, name))
 
     def set_block_readahead(self, kb: int | None) -> None:
         """Write the readahead file the site file's tuning.block_readahead names (None: put
@@ -209,17 +209,6 @@ class RealLive(LiveSite):
 
 # The endpoints asked for the calibration file's size where the site has no POSIX endpoint.
 STAT_ORDER = (access.XROOTD, access.HTTP, access.STAGE_IN)
-
-
-def _fadvise_dontneed(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def open_real(

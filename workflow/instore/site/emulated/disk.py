@@ -3,6 +3,7 @@ and the block-device readahead a site would tune."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 from collections.abc import Iterable, Sequence
@@ -12,6 +13,8 @@ from instore.errors import InstoreError
 from instore.site.config import Disk
 from instore.site.emulated.names import PREFIX, WORK_ROOT, SiteNames
 from instore.site.emulated.system import run
+
+BLKFLSBUF = 0x1261  # linux/fs.h: _IO(0x12, 97), flush a block device's buffer cache
 
 MKFS: dict[str, list[str]] = {
     # Initialise inode tables and journal now: lazy init would write in the background
@@ -111,6 +114,16 @@ def reads_done(dev: str) -> int:
     """Read requests the device has completed, after the block layer merged neighbours: what
     the blkio IOPS limit counts."""
     return _block_stat(dev)[0]
+
+
+def flush_buffers(dev: str) -> None:
+    """Write out and drop the block device's own buffer cache (BLKFLSBUF): the file system's
+    metadata blocks read through it."""
+    fd = os.open(dev, os.O_RDONLY)
+    try:
+        fcntl.ioctl(fd, BLKFLSBUF)
+    finally:
+        os.close(fd)
 
 
 def major_minor(dev: str) -> str:
