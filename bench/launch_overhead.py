@@ -248,12 +248,16 @@ def main() -> None:
         help="that study's results directory (default: this checkout's results/)",
     )
     args = parser.parse_args()
+    if args.study_log and not args.study_log.is_file():  # before minutes of measuring, not after
+        parser.error(f"--study-log {args.study_log}: no such file (a make study's Snakemake log "
+                     "is under .snakemake/log/)")  # fmt: skip
     results = json.loads(OUT.read_text()) if OUT.exists() else {}
     results.update(machine=machine(), when=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     small = _files(8, 2, "unordered,by-branch,ordered")
     launches = results.setdefault("launch", {})
     launches.update({rt: bench_launch(rt, args.jobs, small) for rt in args.runtimes.split(",")})
     print(json.dumps(results["launch"], indent=1, default=str)[:1500])
+    OUT.write_text(json.dumps(results, indent=2) + "\n")  # each part kept as it is measured
     if not args.skip_sweeps:
         sweeps = {launch: bench_sweep(launch, small) for launch in ("fork", "exec")}
         fork, cold = sweeps["fork"]["point_wall_s"], sweeps["exec"]["point_wall_s"]
@@ -263,8 +267,10 @@ def main() -> None:
             "points": len(ratios),
         }  # fmt: skip
         results["sweep_lan_hdd_quick_layout_cache"] = sweeps
+        OUT.write_text(json.dumps(results, indent=2) + "\n")
     if args.runtimes_sweeps:
         results["sweep_apptainer_vs_podman"] = bench_runtimes(small, args.runtimes_sweeps)
+        OUT.write_text(json.dumps(results, indent=2) + "\n")
     if args.study_log:
         results["full_profile"] = bench_study(args.study_log, args.study_results)
     OUT.write_text(json.dumps(results, indent=2) + "\n")
