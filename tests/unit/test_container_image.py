@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -248,3 +250,19 @@ def test_podman_runroot_stays_short_under_a_long_xdg_runtime_dir(project, monkey
     assert store.runroot.is_relative_to("/run/instore-podman")
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/0")
     assert project.store().runroot.is_relative_to("/run/user/0/instore-podman")
+
+
+def test_a_user_without_a_login_session_keeps_podmans_run_state_in_a_dir_of_their_own(
+    project, monkeypatch
+):
+    """A site admin's `runuser`/`su` shell or a batch job has no XDG_RUNTIME_DIR, and /run is
+    root's: seen as "mkdir /run/instore-podman/...: permission denied" when the image was
+    built. Such a user's run state goes under the temporary directory, named by their uid."""
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(os, "geteuid", lambda: 1001)
+    monkeypatch.setattr(os, "getuid", lambda: 1001)
+    store = project.store()
+    assert store.runroot.is_relative_to(Path(tempfile.gettempdir()) / "instore-podman-1001")
+    assert len(str(store.runroot)) <= PODMAN_RUNROOT_MAX
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert project.store().runroot.is_relative_to("/run/instore-podman")

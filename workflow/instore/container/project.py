@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,10 +63,20 @@ class Project:
         """The project's podman storage; run state goes to a tmpfs-like dir keyed by it."""
         root = self.build_dir / "storage"
         key = hashlib.sha256(str(root).encode()).hexdigest()[:12]
-        run = Path(os.environ.get("XDG_RUNTIME_DIR") or "/run") / "instore-podman" / key
-        if len(str(run / "storage")) > PODMAN_RUNROOT_MAX:  # podman refuses a longer runroot
-            run = Path("/run") / "instore-podman" / key
+        xdg = os.environ.get("XDG_RUNTIME_DIR")
+        run = Path(xdg) / "instore-podman" / key if xdg else None
+        if run is None or len(str(run / "storage")) > PODMAN_RUNROOT_MAX:  # podman's limit
+            run = _own_run_dir() / key
         return PodmanStore(root, run / "storage", run / "libpod", self.containers_conf)
+
+
+def _own_run_dir() -> Path:
+    """Where podman's run state goes without a usable XDG_RUNTIME_DIR: /run for root; for
+    another user (a batch job, `runuser`, `su` have no login session) a directory of their own
+    under the temporary directory, since /run is root's."""
+    if os.geteuid() == 0:
+        return Path("/run") / "instore-podman"
+    return Path(tempfile.gettempdir()) / f"instore-podman-{os.getuid()}"
 
 
 def find_project(start: Path | None = None) -> Project:
