@@ -241,6 +241,35 @@ def test_a_failed_build_step_names_the_last_log_line_in_one_line(tmp_path):
     assert log.read_text().endswith("fine\n")
 
 
+def test_a_permission_error_is_not_sent_to_free_disk_space(tmp_path):
+    """The Apptainer trial as an unprivileged user stopped at podman's 'mkdir /run/...:
+    permission denied', and the message said to check free disk space."""
+    log = tmp_path / "build.log"
+    log.write_text("")
+    failing = [
+        sys.executable,
+        "-c",
+        "print('Error: mkdir /run/instore-podman/x: permission denied'); exit(125)",
+    ]
+    with pytest.raises(InstoreError) as err:
+        podman.logged("podman import", failing, log, "check free disk space under build/")
+    message = str(err.value)
+    assert "not writable by this user" in message
+    assert "disk space" not in message
+
+
+@pytest.mark.parametrize(
+    ("tail", "named"),
+    [
+        ("write /x: no space left on device", "free disk space on the file system"),
+        ("open /y: disk quota exceeded", "within your quota"),
+        ("E: Unable to locate package g++", "the step's own fix"),
+    ],
+)
+def test_a_failing_line_that_names_its_cause_chooses_the_fix(tail, named):
+    assert named in podman.fix_for(tail, "the step's own fix")
+
+
 def test_podman_runroot_stays_short_under_a_long_xdg_runtime_dir(project, monkeypatch):
     """podman refuses a runroot over 50 characters ("the specified runroot is longer than 50
     characters"): a long XDG_RUNTIME_DIR must not make every container fail to start."""

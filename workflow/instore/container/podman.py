@@ -16,6 +16,24 @@ from pathlib import Path
 from instore.container.runtime import PodmanStore, last_line
 from instore.errors import InstoreError
 
+# A failing line that names its own cause overrides the step's usual fix: a step that
+# usually fails for want of disk space must not send a permission error there.
+CAUSE_FIXES = (
+    (
+        "permission denied",
+        "a file or directory that line names is not writable by this user: run as its owner, "
+        "or remove it so that it is made again",
+    ),
+    ("no space left on device", "free disk space on the file system that line names"),
+    ("disk quota exceeded", "free space within your quota, or build on another file system"),
+)
+
+
+def fix_for(tail: str, fix: str) -> str:
+    """The fix for a failed step: the one its failing line names, else the step's own."""
+    lowered = tail.lower()
+    return next((named for cause, named in CAUSE_FIXES if cause in lowered), fix)
+
 
 def logged(what: str, argv: Sequence[str], log_path: Path, fix: str, **kwargs) -> None:
     """Run a long build step with its output appended to the build log; on failure raise
@@ -26,7 +44,7 @@ def logged(what: str, argv: Sequence[str], log_path: Path, fix: str, **kwargs) -
         proc = subprocess.run(argv, stdout=sink, stderr=subprocess.STDOUT, check=False, **kwargs)
     if proc.returncode != 0:
         tail = last_line(log_path.read_text())
-        raise InstoreError(f"{what} failed: {tail}", f"see {log_path}; {fix}")
+        raise InstoreError(f"{what} failed: {tail}", f"see {log_path}; {fix_for(tail, fix)}")
 
 
 def podman(store: PodmanStore, args: Sequence[str]) -> str:

@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from instore import pagecache
 from instore.record import utc_now
 from instore.summary.noise import DRIFT_LIMIT, NOISE_LOG
 from instore.sweep.store import append_jsonl
@@ -97,13 +98,13 @@ def local_read(path: Path) -> float:
     after, so the probe leaves the page cache as it found it)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        pagecache.drop_open(fd)
         buf = memoryview(bytearray(_CHUNK))
         start = time.perf_counter()
         while os.readv(fd, [buf]):
             pass
         took = time.perf_counter() - start
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        pagecache.drop_open(fd)
         return took
     finally:
         os.close(fd)
