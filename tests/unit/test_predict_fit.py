@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from instore.errors import InstoreError
-from instore.predict.fit import fit_profile, payload_records
+from instore.predict.fit import DiskRule, fit_profile, payload_records
 from instore.predict.profile import read_profile, site_profile, write_profile
 
 RTT_MS = 25.0
@@ -125,6 +125,47 @@ def test_a_fuse_mounts_bytes_in_flight_are_fitted_and_its_server_time_is_the_mou
     assert prof.flow_bytes_per_s(prof.protocols["xrootd"]) == BW_MBIT * 1e6 / 8
     # the mount's points never move the link's fit or the other protocols'
     assert prof.protocols["xrootd"].request_ms.value == pytest.approx(SERVER_MS["xrootd"], rel=1e-6)
+
+
+def test_a_throttled_disk_is_charged_its_block_reads_less_its_burst_not_a_seek_per_call() -> None:
+    """lan-hdd (150 IOPS, 120 MB/s, a 15-request burst): a layout point of the reference run
+    made 3426 read calls that reached the disk as 1230 requests, and spent 7.746 s off CPU.
+    A seek per read call said 23.0 s; the model's disk, with the burst refilled while the job
+    computes (0.485 s: 73 requests), says 7.76 s."""
+    disk = DiskRule(seq=119.95e6, seek_s=1 / 150, burst_ios=15.0)
+    point = {"read_calls": 3426, "bytes_read": 16_800_000, "user_s": 0.44, "sys_s": 0.045,
+             "disk_reads": 1230, "disk_bytes_read": 16_863_232, "protocol": "posix"}  # fmt: skip
+    assert disk.time(point) == pytest.approx(7.746, rel=0.01)
+    # a site that cannot count its block reads (a real one): each read call is a request
+    unseen = {**point, "disk_reads": float("nan"), "disk_bytes_read": None}
+    assert disk.time(unseen) == pytest.approx((3426 - 15 - 0.485 * 150) / 150 + 16.8 / 119.95)
+    # no throttle, no burst: every request pays its service time
+    assert DiskRule(seq=119.95e6, seek_s=1 / 150).time(point) == pytest.approx(
+        1230 / 150 + 16.863232 / 119.95
+    )
+
+
+def test_a_throttled_disks_points_give_back_the_protocols_server_time() -> None:
+    """Points whose disk time follows the throttle (block reads, burst) fit the same server
+    time per request as points on an unthrottled disk."""
+    emulation = {**EMULATION, "disk": {**EMULATION["disk"], "read_iops": IOPS}}
+    disk = DiskRule(seq=SEQ * 1e6, seek_s=1 / IOPS, burst_ios=IOPS * 0.1)
+    points = []
+    for r in synthetic()[:24]:
+        ios = r["read_calls"] // 2 + 40
+        cpu = r["user_s"] + r["sys_s"]
+        cond = {**json.loads(r["conditions"]), "emulation": emulation}
+        old = r["read_calls"] / IOPS
+        new = disk.time({**r, "disk_reads": ios, "disk_bytes_read": r["bytes_read"]})
+        new -= r["bytes_read"] / (SEQ * 1e6)
+        points.append({**r, "disk_reads": ios, "disk_bytes_read": r["bytes_read"],
+                       "wall_s": r["wall_s"] - old + new, "conditions": json.dumps(cond),
+                       "user_s": cpu * 0.9, "sys_s": cpu * 0.1})  # fmt: skip
+    prof = fit_profile("wan", CALIBRATION, points)
+    assert prof.disk_burst_ios.value == IOPS * 0.1
+    for name, ms in SERVER_MS.items():
+        assert prof.protocols[name].request_ms.value == pytest.approx(ms, rel=1e-6), name
+    assert prof.fit_quality and prof.fit_quality["within_10pct"] == 1.0
 
 
 def test_validation_sections_are_never_fitted() -> None:

@@ -15,6 +15,9 @@ What each parameter comes from:
   random: 1000 / IOPS); the emulated disk's limits, or a fast disk, where fio did not run.
 - ``disk_burst_ios``: an emulated disk's IOPS throttle (the kernel's blkio throttle) lets a
   slice's worth of requests (IOPS x 100 ms) through at once after it idles; a real disk none.
+  The fit charges a cold payload point the disk's time as the model does (``DiskRule``): its
+  block device's requests (counted where the site can read them, else one per read call) less
+  those the burst passes, and its bytes at the sequential rate.
 - each protocol's ``request_ms``: least squares over that protocol's payload points of their
   time away from CPU after the open (wall - user - sys - open) against read calls, after the
   round trips, disk and transfer the other parameters give (clipped at 0); its
@@ -42,7 +45,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -141,21 +144,57 @@ def away_of(r: dict[str, Any]) -> float:
     return max(0.0, float(r["wall_s"]) - cpu_of(r) - float(r.get("open_s") or 0.0))
 
 
-def io_terms(r: dict[str, Any], rtt_s: float, per_byte: float, seq: float, seek_s: float) -> float:
+@dataclass(frozen=True)
+class DiskRule:
+    """The model's disk (``model.predict``) summed over a payload point: a request's service
+    time (``seek_s``) for each block-device read and its bytes at the sequential rate, the
+    requests an idle IOPS throttle lets through at once (``burst_ios``, refilled while the job
+    computes between its read calls) paid nothing. A point carries the block device's own
+    counts where the site could read them (``disk_reads``, ``disk_bytes_read``: the page
+    cache's readahead and merging are in them); elsewhere each read call is one request."""
+
+    seq: float  # bytes per second
+    seek_s: float
+    burst_ios: float = 0.0
+
+    def time(self, r: dict[str, Any]) -> float:
+        ios, nbytes = _measured(r, "disk_reads"), _measured(r, "disk_bytes_read")
+        if ios is None or nbytes is None:
+            ios, nbytes = float(r["read_calls"]), float(r["bytes_read"])
+        paid = ios - self.free_ios(ios, float(r["read_calls"]), cpu_of(r))
+        return paid * self.seek_s + nbytes / self.seq
+
+    def free_ios(self, ios: float, calls: float, cpu_s: float) -> float:
+        """The requests the throttle's burst passes: a burst at the start and, refilled at its
+        rate while the job computes, up to a burst again before each later read call."""
+        if not self.burst_ios or not self.seek_s:
+            return 0.0
+        refill = min(cpu_s / self.seek_s, max(0.0, calls - 1.0) * self.burst_ios)
+        return min(ios, self.burst_ios + refill)
+
+
+def _measured(r: dict[str, Any], key: str) -> float | None:
+    value = r.get(key)
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def io_terms(r: dict[str, Any], rtt_s: float, per_byte: float, disk: DiskRule) -> float:
     """A payload point's time off CPU after its open that the link and disk explain: its read
     calls' round trips, its bytes over the link (``per_byte``: seconds per byte of one flow)
-    and, read cold, a seek per read call and its bytes from the disk."""
+    and, read cold, the disk's time for it (``DiskRule``)."""
     calls = float(r["read_calls"])
     size = float(r["bytes_read"])
     remote = r["protocol"] not in (POSIX,)
     t = calls * rtt_s + size * per_byte if remote else 0.0
     if r.get("cold", True):
-        t += calls * seek_s + size / seq
+        t += disk.time(r)
     return t
 
 
-def fit_per_byte(points: Sequence[dict[str, Any]], rtt_s: float, seq: float, seek_s: float,
-                 ) -> float | None:  # fmt: skip
+def fit_per_byte(points: Sequence[dict[str, Any]], rtt_s: float, disk: DiskRule) -> float | None:
     """One flow's seconds per byte, fitted jointly with each protocol's time per request over
     the remote payload points (least squares), where the points tell them apart (their bytes
     and read calls vary independently); None where they do not."""
@@ -167,13 +206,13 @@ def fit_per_byte(points: Sequence[dict[str, Any]], rtt_s: float, seq: float, see
                   + [float(r["bytes_read"])] for r in remote])  # fmt: skip
     if np.linalg.matrix_rank(x / np.maximum(x.max(axis=0), 1e-12)) < x.shape[1]:
         return None
-    y = np.array([away_of(r) - io_terms(r, rtt_s, 0.0, seq, seek_s) for r in remote])
+    y = np.array([away_of(r) - io_terms(r, rtt_s, 0.0, disk) for r in remote])
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
     return float(coef[-1]) if coef[-1] > 0 else None
 
 
-def fit_protocols(points: Sequence[dict[str, Any]], rtt_s: float, per_byte: float, seq: float,
-                  seek_s: float) -> dict[str, Protocol]:  # fmt: skip
+def fit_protocols(points: Sequence[dict[str, Any]], rtt_s: float, per_byte: float,
+                  disk: DiskRule) -> dict[str, Protocol]:  # fmt: skip
     """Each protocol's server time per request, by least squares over its points, and its
     open's round trips (the median of its points' open times over the RTT); a mount's server
     time is the protocol's it mounts, and its bytes in flight are fitted instead."""
@@ -188,14 +227,13 @@ def fit_protocols(points: Sequence[dict[str, Any]], rtt_s: float, per_byte: floa
             server = mounted.request_ms
             request = Param(server.value, f"the protocol it mounts ({MOUNTED[name]}): {server.source}",
                             server.fit)  # fmt: skip
-            in_flight = fit_in_flight(members, rtt_s, per_byte, seq, seek_s,
-                                      (server.value or 0.0) / 1e3)  # fmt: skip
+            in_flight = fit_in_flight(members, rtt_s, per_byte, disk, (server.value or 0.0) / 1e3)
             out[name] = Protocol(request, open_round_trips=trips, in_flight_kb=in_flight,
                                  **MECHANICS.get(name, {}))  # fmt: skip
             continue
         calls = np.array([float(r["read_calls"]) for r in members])
         away = np.array([away_of(r) for r in members])
-        base = np.array([io_terms(r, rtt_s, per_byte, seq, seek_s) for r in members])
+        base = np.array([io_terms(r, rtt_s, per_byte, disk) for r in members])
         resid = away - base
         denom = float(np.dot(calls, calls))
         x = max(0.0, float(np.dot(resid, calls)) / denom) if denom > 0 else 0.0
@@ -217,8 +255,8 @@ def _open_round_trips(name: str, members: Sequence[dict[str, Any]], rtt_s: float
                  "over the RTT", {"points": len(opens)})  # fmt: skip
 
 
-def fit_in_flight(members: Sequence[dict[str, Any]], rtt_s: float, per_byte: float, seq: float,
-                  seek_s: float, server_s: float) -> Param | None:  # fmt: skip
+def fit_in_flight(members: Sequence[dict[str, Any]], rtt_s: float, per_byte: float,
+                  disk: DiskRule, server_s: float) -> Param | None:  # fmt: skip
     """The bytes a mount's read keeps in flight: the rate its points' bytes came at, after their
     round trips, server time and disk, times the RTT. None where that rate is the link's flow
     (it does not bind) or nothing is left to explain."""
@@ -227,7 +265,7 @@ def fit_in_flight(members: Sequence[dict[str, Any]], rtt_s: float, per_byte: flo
     calls = np.array([float(r["read_calls"]) for r in members])
     size = np.array([float(r["bytes_read"]) for r in members])
     away = np.array([away_of(r) for r in members])
-    base = np.array([io_terms(r, rtt_s, 0.0, seq, seek_s) for r in members]) + calls * server_s
+    base = np.array([io_terms(r, rtt_s, 0.0, disk) for r in members]) + calls * server_s
     spent = float(np.clip(away - base, 0.0, None).sum())
     if spent <= 0 or size.sum() <= 0:
         return None
@@ -242,18 +280,22 @@ def fit_in_flight(members: Sequence[dict[str, Any]], rtt_s: float, per_byte: flo
                   "median_abs_error": err})  # fmt: skip
 
 
+def disk_rule(profile: Profile) -> DiskRule:
+    return DiskRule(seq=(profile.disk_seq_mb_per_s.value or 1.0) * 1e6,
+                    seek_s=(profile.disk_random_ms.value or 0.0) / 1e3,
+                    burst_ios=float(profile.disk_burst_ios.value or 0.0))  # fmt: skip
+
+
 def payload_wall(r: dict[str, Any], profile: Profile) -> float:
     """A payload point's wall as the profile explains it: its CPU, its open (round trips), its
     reads' round trips and server time, its bytes over one flow and the disk."""
     rtt_s = (profile.rtt_ms.value or 0.0) / 1e3
-    seq = (profile.disk_seq_mb_per_s.value or 1.0) * 1e6
-    seek = (profile.disk_random_ms.value or 0.0) / 1e3
     proto = profile.protocols.get(str(r["protocol"]))
     flow = profile.flow_bytes_per_s(proto or Protocol(Param(0.0, "none")))
     server = (proto.request_ms.value or 0.0) / 1e3 if proto else 0.0
     trips = proto.open_round_trips.value if proto and proto.open_round_trips else None
     opened = (trips or 0.0) * rtt_s if trips is not None else float(r.get("open_s") or 0.0)
-    return (cpu_of(r) + opened + io_terms(r, rtt_s, 1.0 / flow, seq, seek)
+    return (cpu_of(r) + opened + io_terms(r, rtt_s, 1.0 / flow, disk_rule(profile))
             + float(r["read_calls"]) * server)  # fmt: skip
 
 
@@ -282,14 +324,15 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
     seq, rand = disk(calib, emulation)
     burst_ios = burst(emulation)
     rtt_s, bw_b = (rtt.value or 0.0) / 1000.0, (bw.value or 1.0) * 1e6 / 8.0
-    seq_b, seek_s = (seq.value or 1.0) * 1e6, (rand.value or 0.0) / 1000.0
+    disk_of = DiskRule(seq=(seq.value or 1.0) * 1e6, seek_s=(rand.value or 0.0) / 1000.0,
+                       burst_ios=float(burst_ios.value or 0.0))  # fmt: skip
     notes = []
     if not calib:
         notes.append("no calibration: RTT, link and disk are the site's configuration or defaults")
     if not points:
         notes.append("no payload points: every protocol's server time is 0 (fit after the sweeps)")
     if window.value is None and not window.fit and rtt_s > 0.001:
-        per_byte = fit_per_byte(points, rtt_s, seq_b, seek_s)
+        per_byte = fit_per_byte(points, rtt_s, disk_of)
         if per_byte is not None and 1.0 / per_byte < 0.8 * bw_b:
             kb = rtt_s / per_byte / 1024
             window = Param(kb, f"{_sections(points)}: one flow's rate fitted with the protocols' "
@@ -298,7 +341,7 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
     flow = bw_b
     if window.value and rtt_s > 0:  # one flow is no faster than its window per round trip
         flow = min(bw_b, window.value * 1024 / rtt_s)
-    protocols = fit_protocols(points, rtt_s, 1.0 / flow, seq_b, seek_s)
+    protocols = fit_protocols(points, rtt_s, 1.0 / flow, disk_of)
     for name in cond.get("protocols") or []:
         if name not in protocols and name != XCACHE:
             protocols[name] = Protocol(Param(0.0, "default: no payload point of this protocol"),
