@@ -206,33 +206,18 @@ def test_an_idle_throttled_disk_lets_a_slices_reads_through_at_once(tmp_path: Pa
 
 
 def test_a_fixed_time_point_counts_passes_as_the_replayer_does(tmp_path: Path) -> None:
-    # ten 1 MB reads 0.1 s apart, the last nine ten times the first's size: in 2.5 passes'
-    # time a client makes 2 whole passes and, of the third, the share of its bytes answered
+    """Ten reads 0.1 s apart on a site whose I/O takes no time (the first 100 kB, the others
+    1 MB): a pass takes 1 s, read k answers at (k + 1) x 0.1 s. In 2.55 passes' time a client
+    makes 2 whole passes and, of the third, the reads answered by 0.55 s: 5, whose bytes are
+    4.1 of the pass's 9.1 MB. The replayer counts a cut pass by its bytes answered."""
     reads = [[(0, 100_000)]] + [[(k << 20, 1_000_000)] for k in range(1, 10)]
     c = compile_trace(load_trace(write_trace(tmp_path, reads, think=0.1)))
-    p = profile(rtt_ms=Param(0.01, "given"))
-    one = predict(c, p)
-    fixed = predict(c, p, Scenario(until_s=2.5 * one.wall_s))
-    done = [i for i, t in enumerate(_responses(c, p)) if t <= 0.5 * one.wall_s]
-    share = sum(c.nbytes[i] for i in done) / c.bytes_read
-    assert fixed.passes == pytest.approx(2 + share, rel=1e-6)
-    assert 0 < share < 0.5
-
-
-def _responses(c: object, p: Profile) -> list[float]:
-    """Each read's response time in one pass, from the model's own breakdown-free run."""
-    from instore.predict.compiled import READ
-
-    out, t = [], 0.0
-    ops = c.ops  # type: ignore[attr-defined]
-    for i, op in enumerate(ops):
-        t += c.before[i]  # type: ignore[attr-defined]
-        if op == READ:
-            t += c.nbytes[i] / (1000e6 / 8) + 0.00001  # type: ignore[attr-defined]
-            out.append(t)
-        else:
-            out.append(float("inf"))
-    return out
+    instant = profile(rtt_ms=Param(1e-6, "given"), bandwidth_mbit=Param(1e9, "given"),
+                      disk_seq_mb_per_s=Param(1e9, "given"))  # fmt: skip
+    one = predict(c, instant)
+    assert one.wall_s == pytest.approx(1.0, abs=0.005)
+    fixed = predict(c, instant, Scenario(until_s=2.55 * one.wall_s))
+    assert fixed.passes == pytest.approx(2 + 4.1 / 9.1, rel=1e-3)
 
 
 def test_streams_overlap_a_serial_replay_does_not() -> None:
