@@ -158,11 +158,16 @@ class DiskRule:
     burst_ios: float = 0.0
 
     def time(self, r: dict[str, Any]) -> float:
+        return sum(self.parts(r))
+
+    def parts(self, r: dict[str, Any]) -> tuple[float, float]:
+        """The requests' service time, and the bytes' streaming time (which a transfer over
+        the link hides, as in the model)."""
         ios, nbytes = _measured(r, "disk_reads"), _measured(r, "disk_bytes_read")
         if ios is None or nbytes is None:
             ios, nbytes = float(r["read_calls"]), float(r["bytes_read"])
         paid = ios - self.free_ios(ios, float(r["read_calls"]), cpu_of(r))
-        return paid * self.seek_s + nbytes / self.seq
+        return paid * self.seek_s, nbytes / self.seq
 
     def free_ios(self, ios: float, calls: float, cpu_s: float) -> float:
         """The requests the throttle's burst passes: a burst at the start and, refilled at its
@@ -184,14 +189,20 @@ def _measured(r: dict[str, Any], key: str) -> float | None:
 def io_terms(r: dict[str, Any], rtt_s: float, per_byte: float, disk: DiskRule) -> float:
     """A payload point's time off CPU after its open that the link and disk explain: its read
     calls' round trips, its bytes over the link (``per_byte``: seconds per byte of one flow)
-    and, read cold, the disk's time for it (``DiskRule``)."""
-    calls = float(r["read_calls"])
-    size = float(r["bytes_read"])
-    remote = r["protocol"] not in (POSIX,)
-    t = calls * rtt_s + size * per_byte if remote else 0.0
-    if r.get("cold", True):
-        t += disk.time(r)
-    return t
+    and, read cold, the disk's time for it (``DiskRule``), whose streaming the transfer hides
+    as in the model."""
+    transfer = float(r["bytes_read"]) * per_byte if r["protocol"] != POSIX else 0.0
+    stream = disk.parts(r)[1] if r.get("cold", True) else 0.0
+    return fixed_terms(r, rtt_s, disk) + max(transfer, stream)
+
+
+def fixed_terms(r: dict[str, Any], rtt_s: float, disk: DiskRule) -> float:
+    """The part of ``io_terms`` that does not depend on the flow's rate: the read calls' round
+    trips and, read cold, the disk requests' service time. What a fit of the flow's rate
+    subtracts first (where a flow's rate is fitted the link is the slower: it hides the
+    disk's streaming)."""
+    trips = float(r["read_calls"]) * rtt_s if r["protocol"] != POSIX else 0.0
+    return trips + (disk.parts(r)[0] if r.get("cold", True) else 0.0)
 
 
 def fit_per_byte(points: Sequence[dict[str, Any]], rtt_s: float, disk: DiskRule) -> float | None:
@@ -206,7 +217,7 @@ def fit_per_byte(points: Sequence[dict[str, Any]], rtt_s: float, disk: DiskRule)
                   + [float(r["bytes_read"])] for r in remote])  # fmt: skip
     if np.linalg.matrix_rank(x / np.maximum(x.max(axis=0), 1e-12)) < x.shape[1]:
         return None
-    y = np.array([away_of(r) - io_terms(r, rtt_s, 0.0, disk) for r in remote])
+    y = np.array([away_of(r) - fixed_terms(r, rtt_s, disk) for r in remote])
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
     return float(coef[-1]) if coef[-1] > 0 else None
 
@@ -265,7 +276,7 @@ def fit_in_flight(members: Sequence[dict[str, Any]], rtt_s: float, per_byte: flo
     calls = np.array([float(r["read_calls"]) for r in members])
     size = np.array([float(r["bytes_read"]) for r in members])
     away = np.array([away_of(r) for r in members])
-    base = np.array([io_terms(r, rtt_s, 0.0, disk) for r in members]) + calls * server_s
+    base = np.array([fixed_terms(r, rtt_s, disk) for r in members]) + calls * server_s
     spent = float(np.clip(away - base, 0.0, None).sum())
     if spent <= 0 or size.sum() <= 0:
         return None
