@@ -222,18 +222,19 @@ def test_missing_tools_give_one_line_errors(project, monkeypatch):
         image.build_base(project, project.store(), hashing.base_spec(None))
 
 
+def _failed_step(log, what: str, script: str, fix: str) -> str:
+    """The one-line error of a build step that runs ``script`` and fails."""
+    with pytest.raises(InstoreError) as err:
+        podman.logged(what, [sys.executable, "-c", script], log, fix)
+    return str(err.value)
+
+
 def test_a_failed_build_step_names_the_last_log_line_in_one_line(tmp_path):
     log = tmp_path / "build.log"
     log.write_text("")
-    failing = [
-        sys.executable,
-        "-c",
-        "print('step 1 ok'); print('E: no such package g++'); exit(100)",
-    ]
-    with pytest.raises(InstoreError) as err:
-        podman.logged("podman build", failing, log, "fix the recipe")
+    script = "print('step 1 ok'); print('E: no such package g++'); exit(100)"
     assert (
-        str(err.value)
+        _failed_step(log, "podman build", script, "fix the recipe")
         == f"podman build failed: E: no such package g++ -- see {log}; fix the recipe"
     )
     assert "step 1 ok" in log.read_text()
@@ -246,14 +247,8 @@ def test_a_permission_error_is_not_sent_to_free_disk_space(tmp_path):
     permission denied', and the message said to check free disk space."""
     log = tmp_path / "build.log"
     log.write_text("")
-    failing = [
-        sys.executable,
-        "-c",
-        "print('Error: mkdir /run/instore-podman/x: permission denied'); exit(125)",
-    ]
-    with pytest.raises(InstoreError) as err:
-        podman.logged("podman import", failing, log, "check free disk space under build/")
-    message = str(err.value)
+    script = "print('Error: mkdir /run/instore-podman/x: permission denied'); exit(125)"
+    message = _failed_step(log, "podman import", script, "check free disk space under build/")
     assert "not writable by this user" in message
     assert "disk space" not in message
 
