@@ -51,6 +51,27 @@ def test_a_server_that_stopped_before_its_log_opened_is_quoted_from_its_stderr(
     assert "Operation not permitted" in str(err)
 
 
+def test_a_server_killed_by_a_signal_is_a_crash_not_the_cause_its_last_line_names(
+    tmp_path: Path,
+) -> None:
+    """Regression: a full study's WAN XCache died of SIGSEGV at start, and the sweep said "its
+    log says '... XrdConfig: Unable to create home directory /work/study2/instore-wan-xcache;
+    permission denied'": a warning every start of it printed, which sent the reader to the
+    checkout's permissions."""
+    log = tmp_path / "xcache.log"
+    log.write_text(
+        "261127 07:22:40 3656 XrdConfig: Unable to create home directory /x; permission denied\n"
+        "------ Proxy file cache initialization started.\n"
+    )
+    err = exited_at_start("XCache for wan", log, -11)
+    assert str(err).startswith(
+        "XCache for wan crashed at start (SIGSEGV); the last line of its log"
+    )
+    assert "Proxy file cache initialization started" in str(err)
+    assert "home directory" not in str(err)
+    assert "not of its configuration" in str(err)
+
+
 class _Server:
     """A server process as the start loop sees it: exited (status) or running (None)."""
 

@@ -150,6 +150,8 @@ def exited_at_start(
     """A server that exited at start, with its exit status and the line of its log that says
     why (or of its stderr, where it stopped before opening its log): both go with the site's
     directory when the site is torn down."""
+    if status is not None and status < 0:  # a signal: a crash, whatever its log said last
+        return _crashed(what, log, -status)
     exit_ = f" (exit status {status})" if status is not None else ""
     if (line := _said(log)) is not None:
         said = f": its log says {line!r}"
@@ -160,4 +162,21 @@ def exited_at_start(
     return InstoreError(
         f"{what} exited at start{exit_}{said}",
         f"its log {log} is removed with the site; `instore site up SITE` leaves it to read",
+    )
+
+
+def _crashed(what: str, log: Path, signum: int) -> InstoreError:
+    """A server killed by a signal at start: its log's last line is quoted as what it did
+    last, not as a cause (a seen crash's log ended on a warning about its home directory)."""
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    last = f"; the last line of its log: {lines[-1][-300:]!r}" if lines else ""
+    return InstoreError(
+        f"{what} crashed at start ({name}){last}",
+        f"a crash of the server itself, not of its configuration: start it again; its log {log} "
+        "is removed with the site; `instore site up SITE` leaves it to read",
     )

@@ -95,6 +95,7 @@ def start(names: SiteNames, cache: Cache) -> subprocess.Popen[bytes]:
             stdout=subprocess.DEVNULL,
             stderr=stderr,
             start_new_session=True,
+            cwd=names.xcache_dir,  # its home directory (<cwd>/<-n name>) is made there
         )
 
 

@@ -75,6 +75,7 @@ def start(names: SiteNames) -> subprocess.Popen[bytes]:
             stdout=subprocess.DEVNULL,
             stderr=stderr,
             start_new_session=True,
+            cwd=names.xrootd_dir,  # its home directory (<cwd>/<-n name>) is made there
             preexec_fn=lambda: _child_setup(names),
         )
 
