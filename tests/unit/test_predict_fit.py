@@ -169,6 +169,20 @@ def test_a_throttled_disks_points_give_back_the_protocols_server_time() -> None:
     assert prof.fit_quality and prof.fit_quality["within_10pct"] == 1.0
 
 
+def test_a_few_bytes_more_or_less_do_not_make_a_cpu_per_mb() -> None:
+    """Regression: the run of 4e51d03 fitted lan-hdd's client 1819 ms of CPU per MB from
+    points of one group that read 13 bytes more or less of 15.4 MB (and CPU that varied by
+    machine noise): its real jobs were then predicted 1.7 times their wall."""
+    points = []
+    for i, (calls, cpu) in enumerate(((8, 0.39), (8, 0.47), (9, 0.40), (9, 0.52), (30, 0.45))):
+        r = record("protocols", "xrootd", calls, 15.363126 + 1.3e-5 * (i % 2), 0.4, "ordered")
+        points.append({**r, "user_s": cpu * 0.9, "sys_s": cpu * 0.1})
+    prof = fit_profile("lan-hdd", CALIBRATION, points)
+    assert prof.client_cpu_mb_ms.value == 0.0
+    assert "within 0.5 MB of each other" in prof.client_cpu_mb_ms.source
+    assert prof.client_cpu_request_us.value is not None  # read calls did vary: fitted
+
+
 def test_validation_sections_are_never_fitted() -> None:
     used = payload_records(synthetic())
     assert {r["section"] for r in used} == {"cache"}

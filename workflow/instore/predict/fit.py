@@ -108,8 +108,14 @@ def _sections(points: Sequence[dict[str, Any]]) -> str:
     return "+".join(sorted({str(r["section"]) for r in points}))
 
 
+# Within groups doing the same work, a column of the client-CPU fit whose points differ by
+# less than this tells nothing: 13 bytes more or less of 15 MB once gave 1.8 s of CPU per MB.
+MIN_SPREAD = {"calls": 2.0, "mb": 0.5}
+
+
 def fit_client_cpu(points: Sequence[dict[str, Any]]) -> tuple[Param, Param]:
-    """The client's CPU per request (us) and per MB (ms), from points doing the same work."""
+    """The client's CPU per request (us) and per MB (ms), from points doing the same work; a
+    column the points do not vary (``MIN_SPREAD``) is not fitted and says so."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r in points:
         groups[tuple(r.get(k) for k in GROUP_KEYS)].append(r)
@@ -122,20 +128,27 @@ def fit_client_cpu(points: Sequence[dict[str, Any]]) -> tuple[Param, Param]:
         cpu = np.array([cpu_of(r) for r in members])
         rows.extend(zip(calls - calls.mean(), mb - mb.mean(), strict=True))
         y.extend(cpu - cpu.mean())
-    n = len(y)
-    if n < 3 or not np.any(np.array(rows)):
+    x = np.array(rows).reshape(-1, 2)
+    spread = np.ptp(x, axis=0) if len(x) else np.zeros(2)
+    used = [spread[0] >= MIN_SPREAD["calls"], spread[1] >= MIN_SPREAD["mb"]]
+    if len(y) < 3 or not any(used):
         none = "default: 0 (no payload points doing the same work with different reads)"
         return Param(0.0, none), Param(0.0, none)
-    x = np.array(rows)
-    coef, *_ = np.linalg.lstsq(x, np.array(y), rcond=None)
-    per_call, per_mb = max(0.0, float(coef[0])), max(0.0, float(coef[1]))
-    resid = np.array(y) - x @ np.array([per_call, per_mb])
-    scale = float(np.median(np.abs(y))) or 1.0
-    fit = {"points": n, "sections": _sections(points),
+    coef = np.zeros(2)
+    fitted, *_ = np.linalg.lstsq(x[:, used], np.array(y), rcond=None)
+    coef[used] = np.clip(fitted, 0.0, None)
+    resid = np.array(y) - x @ coef
+    fit = {"points": len(y), "sections": _sections(points),
            "median_abs_residual_s": float(np.median(np.abs(resid))),
-           "median_abs_cpu_difference_s": scale}  # fmt: skip
+           "median_abs_cpu_difference_s": float(np.median(np.abs(y))) or 1.0}  # fmt: skip
     src = f"{_sections(points)}: CPU against read calls and MB within groups doing the same work"
-    return Param(per_call * 1e6, src, fit), Param(per_mb * 1e3, src, fit)
+    unused = ("default: 0 (the points doing the same work read within {:g} {} of each "
+              "other: nothing to fit it on)")  # fmt: skip
+    per_call = (Param(float(coef[0]) * 1e6, src, fit) if used[0]
+                else Param(0.0, unused.format(MIN_SPREAD["calls"], "read calls")))  # fmt: skip
+    per_mb = (Param(float(coef[1]) * 1e3, src, fit) if used[1]
+              else Param(0.0, unused.format(MIN_SPREAD["mb"], "MB")))  # fmt: skip
+    return per_call, per_mb
 
 
 def away_of(r: dict[str, Any]) -> float:
