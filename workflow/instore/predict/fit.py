@@ -45,7 +45,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ import numpy as np
 from instore.access import FUSE, POSIX, XCACHE, XROOTD
 from instore.calibration import read_calibration
 from instore.errors import InstoreError
+from instore.predict.disk import DiskRule, disk_rule
 from instore.predict.given import burst, disk, link, xcache
 from instore.predict.profile import Param, Profile, Protocol
 from instore.vocabulary import PAYLOAD_FIT_SECTIONS
@@ -157,55 +158,13 @@ def away_of(r: dict[str, Any]) -> float:
     return max(0.0, float(r["wall_s"]) - cpu_of(r) - float(r.get("open_s") or 0.0))
 
 
-@dataclass(frozen=True)
-class DiskRule:
-    """The model's disk (``model.predict``) summed over a payload point: a request's service
-    time (``seek_s``) for each block-device read and its bytes at the sequential rate, the
-    requests an idle IOPS throttle lets through at once (``burst_ios``, refilled while the job
-    computes between its read calls) paid nothing. A point carries the block device's own
-    counts where the site could read them (``disk_reads``, ``disk_bytes_read``: the page
-    cache's readahead and merging are in them); elsewhere each read call is one request."""
-
-    seq: float  # bytes per second
-    seek_s: float
-    burst_ios: float = 0.0
-
-    def time(self, r: dict[str, Any]) -> float:
-        return sum(self.parts(r))
-
-    def parts(self, r: dict[str, Any]) -> tuple[float, float]:
-        """The requests' service time, and the bytes' streaming time (which a transfer over
-        the link hides, as in the model)."""
-        ios, nbytes = _measured(r, "disk_reads"), _measured(r, "disk_bytes_read")
-        if ios is None or nbytes is None:
-            ios, nbytes = float(r["read_calls"]), float(r["bytes_read"])
-        paid = ios - self.free_ios(ios, float(r["read_calls"]), cpu_of(r))
-        return paid * self.seek_s, nbytes / self.seq
-
-    def free_ios(self, ios: float, calls: float, cpu_s: float) -> float:
-        """The requests the throttle's burst passes: a burst at the start and, refilled at its
-        rate while the job computes, up to a burst again before each later read call."""
-        if not self.burst_ios or not self.seek_s:
-            return 0.0
-        refill = min(cpu_s / self.seek_s, max(0.0, calls - 1.0) * self.burst_ios)
-        return min(ios, self.burst_ios + refill)
-
-
-def _measured(r: dict[str, Any], key: str) -> float | None:
-    value = r.get(key)
-    if value is None:
-        return None
-    value = float(value)
-    return None if math.isnan(value) else value
-
-
 def io_terms(r: dict[str, Any], rtt_s: float, per_byte: float, disk: DiskRule) -> float:
     """A payload point's time off CPU after its open that the link and disk explain: its read
     calls' round trips, its bytes over the link (``per_byte``: seconds per byte of one flow)
     and, read cold, the disk's time for it (``DiskRule``), whose streaming the transfer hides
     as in the model."""
     transfer = float(r["bytes_read"]) * per_byte if r["protocol"] != POSIX else 0.0
-    stream = disk.parts(r)[1] if r.get("cold", True) else 0.0
+    stream = disk.parts(r, cpu_of(r))[1] if r.get("cold", True) else 0.0
     return fixed_terms(r, rtt_s, disk) + max(transfer, stream)
 
 
@@ -215,7 +174,7 @@ def fixed_terms(r: dict[str, Any], rtt_s: float, disk: DiskRule) -> float:
     subtracts first (where a flow's rate is fitted the link is the slower: it hides the
     disk's streaming)."""
     trips = float(r["read_calls"]) * rtt_s if r["protocol"] != POSIX else 0.0
-    return trips + (disk.parts(r)[0] if r.get("cold", True) else 0.0)
+    return trips + (disk.parts(r, cpu_of(r))[0] if r.get("cold", True) else 0.0)
 
 
 def fit_per_byte(points: Sequence[dict[str, Any]], rtt_s: float, disk: DiskRule) -> float | None:
@@ -302,12 +261,6 @@ def fit_in_flight(members: Sequence[dict[str, Any]], rtt_s: float, per_byte: flo
                  f"round trips, server time and disk ({rate / 1e6:.2f} MB/s) x RTT",
                  {"points": len(members), "sections": _sections(members), "mb_per_s": rate / 1e6,
                   "median_abs_error": err})  # fmt: skip
-
-
-def disk_rule(profile: Profile) -> DiskRule:
-    return DiskRule(seq=(profile.disk_seq_mb_per_s.value or 1.0) * 1e6,
-                    seek_s=(profile.disk_random_ms.value or 0.0) / 1e3,
-                    burst_ios=float(profile.disk_burst_ios.value or 0.0))  # fmt: skip
 
 
 def payload_wall(r: dict[str, Any], profile: Profile) -> float:

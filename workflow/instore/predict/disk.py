@@ -1,0 +1,60 @@
+"""The model's disk (``model.predict``) summed over a payload point, for the profile's fit
+(``fit.py``): the same rule, so that the fit explains the payload points with the disk the
+model predicts with."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from instore.predict.profile import Profile
+
+
+@dataclass(frozen=True)
+class DiskRule:
+    """The model's disk (``model.predict``) summed over a payload point: a request's service
+    time (``seek_s``) for each block-device read and its bytes at the sequential rate, the
+    requests an idle IOPS throttle lets through at once (``burst_ios``, refilled while the job
+    computes between its read calls) paid nothing. A point carries the block device's own
+    counts where the site could read them (``disk_reads``, ``disk_bytes_read``: the page
+    cache's readahead and merging are in them); elsewhere each read call is one request."""
+
+    seq: float  # bytes per second
+    seek_s: float
+    burst_ios: float = 0.0
+
+    def time(self, r: dict[str, Any], cpu_s: float) -> float:
+        return sum(self.parts(r, cpu_s))
+
+    def parts(self, r: dict[str, Any], cpu_s: float) -> tuple[float, float]:
+        """The requests' service time, and the bytes' streaming time (which a transfer over
+        the link hides, as in the model); ``cpu_s``: the job's CPU, while which the throttle's
+        burst refills."""
+        ios, nbytes = _measured(r, "disk_reads"), _measured(r, "disk_bytes_read")
+        if ios is None or nbytes is None:
+            ios, nbytes = float(r["read_calls"]), float(r["bytes_read"])
+        paid = ios - self.free_ios(ios, float(r["read_calls"]), cpu_s)
+        return paid * self.seek_s, nbytes / self.seq
+
+    def free_ios(self, ios: float, calls: float, cpu_s: float) -> float:
+        """The requests the throttle's burst passes: a burst at the start and, refilled at its
+        rate while the job computes, up to a burst again before each later read call."""
+        if not self.burst_ios or not self.seek_s:
+            return 0.0
+        refill = min(cpu_s / self.seek_s, max(0.0, calls - 1.0) * self.burst_ios)
+        return min(ios, self.burst_ios + refill)
+
+
+def _measured(r: dict[str, Any], key: str) -> float | None:
+    value = r.get(key)
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def disk_rule(profile: Profile) -> DiskRule:
+    return DiskRule(seq=(profile.disk_seq_mb_per_s.value or 1.0) * 1e6,
+                    seek_s=(profile.disk_random_ms.value or 0.0) / 1e3,
+                    burst_ios=float(profile.disk_burst_ios.value or 0.0))  # fmt: skip
