@@ -258,6 +258,12 @@ def test_a_permission_error_is_not_sent_to_free_disk_space(tmp_path):
     [
         ("write /x: no space left on device", "free disk space on the file system"),
         ("open /y: disk quota exceeded", "within your quota"),
+        (
+            'Error: database storage temporary directory (runroot) "/run/instore-podman/9a/storage"'
+            ' does not match our storage temporary directory (runroot) "/tmp/instore-podman-1001/'
+            '9a/storage": database configuration mismatch',
+            "remove build/container/storage",
+        ),
         ("E: Unable to locate package g++", "the step's own fix"),
     ],
 )

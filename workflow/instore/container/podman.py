@@ -25,6 +25,12 @@ CAUSE_FIXES = (
         "or remove it so that it is made again",
     ),
     ("no space left on device", "free disk space on the file system that line names"),
+    (
+        "database configuration mismatch",
+        "the project's podman store was made with another run directory (a run with and one "
+        "without a login session's XDG_RUNTIME_DIR): remove build/container/storage and build "
+        "again",
+    ),
     ("disk quota exceeded", "free space within your quota, or build on another file system"),
 )
 
