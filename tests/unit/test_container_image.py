@@ -197,6 +197,20 @@ def test_build_args_mount_the_ca_bundle_read_only(project, tmp_path, monkeypatch
     assert args[-1] == str(project.build_dir / "context")
 
 
+def test_a_user_whose_environment_names_no_ca_bundle_gets_the_systems(tmp_path, monkeypatch):
+    """Regression: the Apptainer trial as siteadmin (a login shell: no PIP_CERT) built the image
+    with a pip that trusted no intercepting proxy the host trusts, and stopped at 'No matching
+    distribution found'."""
+    for name in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+    system = tmp_path / "ca-certificates.crt"
+    system.write_text("-----BEGIN CERTIFICATE-----\n")
+    monkeypatch.setattr(image, "SYSTEM_CA_BUNDLE", system)
+    assert image.host_ca_bundle() == system
+    monkeypatch.setattr(image, "SYSTEM_CA_BUNDLE", tmp_path / "none.crt")
+    assert image.host_ca_bundle() is None
+
+
 def test_stage_context_copies_exactly_the_hashed_files(project, tmp_path):
     files = hashing.context(project)
     dest = tmp_path / "ctx"

@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 IMAGE_NAME = "localhost/instore-payload"
 HOST_SOURCES = Path("/etc/apt/sources.list.d/debian.sources")
+SYSTEM_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")  # Debian's (ca-certificates)
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 CA_IN_BUILD = "/run/instore-host-ca.crt"
 
@@ -98,12 +99,14 @@ def _mirror() -> list[str]:
 
 
 def host_ca_bundle() -> Path | None:
-    """The CA bundle the host trusts for HTTPS (an intercepting proxy's CA may be in it)."""
+    """The CA bundle the host trusts for HTTPS (an intercepting proxy's CA may be in it): the
+    one its environment names, else the system's (a login shell of another user, as `runuser
+    -l` gives, names none, and pip in the build then trusted no proxy the host trusts)."""
     for name in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
         value = os.environ.get(name)
         if value and Path(value).is_file():
             return Path(value)
-    return None
+    return SYSTEM_CA_BUNDLE if SYSTEM_CA_BUNDLE.is_file() else None
 
 
 def stage_context(files: Mapping[str, bytes], dest: Path) -> None:
