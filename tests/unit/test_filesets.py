@@ -121,3 +121,33 @@ def test_a_sections_repetitions_replace_the_profiles_but_not_a_file_sets(tmp_pat
     assert [p.repetition for p in expand(study, "layout")] == [0, 1]
     scale = {(p.fileset, p.repetition) for p in expand(study, "scale")}
     assert scale == {(None, 0), (None, 1), (None, 2), ("nano1g", 0)}
+
+
+def test_the_full_profiles_1gb_set_is_four_copies_of_the_256mb_one() -> None:
+    full = load_study(overrides={"profile": "full"})
+    assert full.repeated_from("nano1g") == ("nano256", 4)
+    assert full.repeated_from("nano256") is None
+    assert full.fileset("nano1g").key()["repeats"] == "nano256", "its points are its own"
+
+
+@pytest.mark.parametrize(
+    ("nano1g", "why"),
+    [
+        ({"repeats": "nano2g"}, r"repeats 'nano2g', which is not another file set"),
+        (
+            {"repeats": "nano16", "size_mb": 24},
+            r"size_mb 24 is not a whole multiple \(2 or more\) of nano16's 16",
+        ),
+        ({"repeats": "nano16", "replicas": 3}, r"nano16 has fewer replicas than it"),
+        ({"repeats": "nano16", "cluster_mb": 8}, r"its cluster_mb is not nano16's"),
+    ],
+)
+def test_a_set_that_cannot_be_made_from_the_one_it_repeats_is_one_line(
+    tmp_path: Path, nano1g: dict, why: str
+) -> None:
+    sets = {"nano16": {**NANO_SETS["nano16"], "cluster_mb": 30},
+            "nano1g": {**NANO_SETS["nano1g"], "cluster_mb": 30, **nano1g}}  # fmt: skip
+    with pytest.raises(InstoreError, match=f"file set nano1g: cannot be made from nano16: {why}"
+                       if "not another" not in why else why) as err:  # fmt: skip
+        load_study(_study(tmp_path, {"scale": {"fileset": ["nano1g"]}}, sets))
+    assert "\n" not in str(err.value)

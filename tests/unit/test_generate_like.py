@@ -3,6 +3,7 @@ files drawn from it have its branches, compress like it and hold the same values
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import awkward as ak
@@ -12,8 +13,11 @@ import uproot
 from instore.errors import InstoreError
 from instore.generate import generate_files
 from instore.generate.compare import comparison, share_within
+from instore.generate.repeat import repeat_file
 from instore.generate.template import derive, load_template
 from instore.generate.values import chunks
+from instore.inspect import basket_map, disorder, open_tree
+from instore.inspect.disorder import clusters_of
 
 NANO = "cms-nanoaod"
 
@@ -116,3 +120,43 @@ def test_not_a_root_file_is_a_one_line_error(tmp_path: Path) -> None:
         load_template(str(bad))
     with pytest.raises(InstoreError, match="no template named 'nanoaod-typo'"):
         load_template("nanoaod-typo")
+
+
+@pytest.mark.parametrize("layout", ["unordered", "ordered", "rntuple"])
+def test_a_repeated_file_holds_its_sources_baskets_copies_times(nano_files, tmp_path: Path,
+                                                               layout: str) -> None:  # fmt: skip
+    """A larger set made by merging copies of a smaller one (``repeats:``): the source's
+    compressed baskets and pages, its events that many times, named for the new set in the
+    source's layout and replica, with one meta record saying what it was made from."""
+    source = nano_files[(layout, 1)]
+    made = repeat_file(source, 3, "nanox3", tmp_path)
+    assert made.name == f"nanox3-{layout}-r1.root"
+    with uproot.open(source) as f, uproot.open(made) as g:
+        assert g.keys() == ["Events;1", "instore_meta;1"]
+        meta = json.loads(g["instore_meta"].member("fTitle"))
+        assert meta["repeats"] == {"source": source.name, "fileset": "nano", "copies": 3}
+        assert (meta["fileset"], meta["n_events"], meta["layout"]) == ("nanox3", 9000, layout)
+        assert g["Events"].num_entries == 3 * f["Events"].num_entries == 9000
+        pt = f["Events"]["Jet_pt"].array()
+        assert ak.all(g["Events"]["Jet_pt"].array() == ak.concatenate([pt, pt, pt]))
+    ratio = made.stat().st_size / source.stat().st_size
+    assert 2.9 < ratio < 3.05, f"no recompression: about 3 times the bytes, not {ratio:.2f}"
+    if layout != "rntuple":  # the TTree's basket order is each copy's own, one after the other
+        (before, clusters), (after, merged_clusters) = (_order(source), _order(made))
+        assert merged_clusters == 3 * clusters
+        assert after.backward_jumps == 3 * before.backward_jumps  # unordered stays unordered
+
+
+def _order(path: Path):
+    file, tree = open_tree(str(path))
+    with file:
+        clusters = clusters_of(tree)
+        return disorder(basket_map(tree), clusters), clusters
+
+
+def test_repeating_a_file_instore_did_not_write_says_so(tmp_path: Path) -> None:
+    other = tmp_path / "other.root"
+    with uproot.recreate(other) as f:
+        f.mktree("Events", {"x": np.float32}).extend({"x": np.arange(10, dtype=np.float32)})
+    with pytest.raises(InstoreError, match="has no instore_meta record: it was not written by"):
+        repeat_file(other, 2, "big", tmp_path)

@@ -70,3 +70,13 @@ def test_a_bad_configuration_stops_before_anything_runs(
     run = dry_run(tmp_path, *config)
     assert run.returncode != 0
     assert re.search(message, run.stdout + run.stderr)
+
+
+def test_the_1gb_set_is_merged_from_the_256mb_one_not_drawn(tmp_path: Path) -> None:
+    run = dry_run(tmp_path, "profile=full", "runtime=none")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert job_counts(run.stdout)["repeat_fileset_file"] == 4  # its four layouts
+    drawn = re.findall(r"rule generate_fileset_file:\n\s+output: (\S+)", run.stdout)
+    assert drawn and not [f for f in drawn if "nano1g" in f]
+    repeat = run.stdout.split("rule repeat_fileset_file:")[1].split("\n\n")[0]
+    assert re.search(r"input: data/files/nano256-[\w-]+-r0\.root", repeat)

@@ -63,6 +63,9 @@ class FilesSpec:
     # Replicas as byte copies of replica 0: distinct files on the disk with the same offsets,
     # so many clients replaying one trace each read a file of their own (filesets only)
     identical: bool | None = None
+    # Made as copies of another set's files (its name), merged without recompression until
+    # size_mb: the same baskets, pages and clusters, in seconds instead of minutes (filesets only)
+    repeats: str | None = None
 
     def key(self) -> dict[str, Any]:
         """What identifies the files in a point's key (fields left unset stay out, so the
@@ -121,6 +124,12 @@ class Study:
                 f"{self.path}: no file set named {name!r} in profile {self.profile}",
                 f"add it under filesets:, or use one of: {', '.join([DEFAULT_FILESET, *self.filesets])}",
             ) from None
+
+    def repeated_from(self, fileset: str) -> tuple[str, int] | None:
+        """(source set, copies) where the set's files are copies of another's, else None."""
+        if self.fileset(fileset).repeats is None:
+            return None
+        return copies_of(self.filesets, fileset)
 
     def tree_of(self, fileset: str | None) -> str:
         """The tree (or RNTuple) name a set's files hold: a template's, else the study's."""
@@ -207,8 +216,12 @@ def _fileset(spec: Mapping[str, Any], path: Path, field_name: str) -> FilesSpec:
 
 
 def _check_filesets(path: Path, profile: str, prof: Mapping[str, Any]) -> None:
-    """Every `fileset` a section names is one the profile defines."""
+    """Every `fileset` a section names is one the profile defines; a set that `repeats`
+    another can be made from it."""
     known = [DEFAULT_FILESET, *prof.get("filesets", {})]
+    for name, spec in prof.get("filesets", {}).items():
+        if spec.get("repeats") is not None:
+            copies_of(prof["filesets"], name, f"{path}: profile {profile}, file set {name}")
     for section, grid in prof["sections"].items():
         for name in grid.get("fileset", []):
             if name not in known:
@@ -216,6 +229,42 @@ def _check_filesets(path: Path, profile: str, prof: Mapping[str, Any]) -> None:
                     f"{path}: profile {profile}, section {section}: no file set named {name!r}",
                     f"define it under the profile's filesets:, or use one of: {', '.join(known)}",
                 )
+
+
+def copies_of(filesets: Mapping[str, Any], name: str, where: str = "") -> tuple[str, int]:
+    """(source set, copies) of a set that `repeats` another: its files are the source's,
+    merged that many times. The source must be a drawn set of the same template and cluster
+    size, with a replica for each of this set's, and size_mb a whole multiple of the source's."""
+    spec = _as_dict(filesets[name])
+    source_name = spec["repeats"]
+    where = where or f"file set {name}"
+    source = filesets.get(source_name)
+    if source is None or source_name == name:
+        raise InstoreError(f"{where}: repeats {source_name!r}, which is not another file set",
+                           f"name one of: {', '.join(n for n in filesets if n != name)}")  # fmt: skip
+    source = _as_dict(source)
+    copies = round(float(spec["size_mb"]) / float(source["size_mb"]))
+    problems = [
+        (source.get("repeats") is not None, f"{source_name} itself repeats another set"),
+        (copies < 2 or abs(copies * float(source["size_mb"]) - float(spec["size_mb"]))
+         > 0.02 * float(spec["size_mb"]),
+         f"size_mb {spec['size_mb']} is not a whole multiple (2 or more) of {source_name}'s "
+         f"{source['size_mb']}"),
+        (source.get("like") != spec.get("like"), f"its template is not {source_name}'s"),
+        (source.get("cluster_mb", 8) != spec.get("cluster_mb", 8),
+         f"its cluster_mb is not {source_name}'s"),
+        (int(source["replicas"]) < int(spec["replicas"]),
+         f"{source_name} has fewer replicas than it"),
+    ]  # fmt: skip
+    for bad, why in problems:
+        if bad:
+            raise InstoreError(f"{where}: cannot be made from {source_name}: {why}",
+                               "make the two sets agree, or drop repeats: to draw the set")  # fmt: skip
+    return source_name, copies
+
+
+def _as_dict(spec: Any) -> dict[str, Any]:
+    return asdict(spec) if isinstance(spec, FilesSpec) else dict(spec)
 
 
 def _check_traces(path: Path, profile: str, prof: Mapping[str, Any]) -> None:

@@ -207,6 +207,11 @@ def _generate_hint(study: Study, missing: Path, data: Path) -> str:
     """The `instore generate` command that writes the missing file's set."""
     name = next((n for n in study.filesets if missing.name.startswith(f"{n}-")), None)
     f = study.fileset(name)
+    if name and f.repeats:
+        source, copies = study.repeated_from(name) or (f.repeats, 0)
+        made_from = data / missing.name.replace(f"{name}-", f"{source}-", 1)
+        return (f"run: instore generate --repeat {made_from} --copies {copies} --fileset {name} "
+                f"--out {data} (or `make study`, which generates every set)")  # fmt: skip
     like = f" --like {f.like} --fileset {name}" if f.like else ""
     return (f"run: instore generate{like} --size-mb {f.size_mb} --replicas {f.replicas} --seed {f.seed} "
             f"--cluster-mb {f.cluster_mb} --out {data} (or `make study`, which generates every set)")  # fmt: skip
