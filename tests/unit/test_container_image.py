@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -288,11 +287,34 @@ def test_a_failing_line_that_names_its_cause_chooses_the_fix(tail, named):
 def test_podman_runroot_stays_short_under_a_long_xdg_runtime_dir(project, monkeypatch):
     """podman refuses a runroot over 50 characters ("the specified runroot is longer than 50
     characters"): a long XDG_RUNTIME_DIR must not make every container fail to start."""
+    (project.build_dir / "storage").mkdir(parents=True)  # a store made before the choice was kept
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/tmp/" + "x" * 60)
     store = project.store()
     assert len(str(store.runroot)) <= PODMAN_RUNROOT_MAX
     assert store.runroot.is_relative_to("/run/instore-podman")
+
+
+def test_podmans_run_directory_is_chosen_once_per_store(project, monkeypatch):
+    """Regression: the Apptainer trial as siteadmin stopped at "database configuration
+    mismatch": the store was made by a session whose run state went to one directory and used
+    by one whose went to another. A login shell and a batch job of the same user now share it."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1001")
+    monkeypatch.setattr(os, "geteuid", lambda: 1001)
+    monkeypatch.setattr(os, "getuid", lambda: 1001)
+    first = project.store()
+    assert first.runroot.is_relative_to("/tmp/instore-podman-1001"), "not the session's own"
+    assert len(str(first.runroot)) <= PODMAN_RUNROOT_MAX
+    monkeypatch.delenv("XDG_RUNTIME_DIR")  # the same user in a batch job
+    monkeypatch.setenv("TMPDIR", "/scratch/job-123")
+    assert project.store() == first
+    assert project.runroot_record.read_text() == f"{first.runroot.parent}\n"
+
+
+def test_a_store_made_before_the_choice_was_kept_keeps_its_run_directory(project, monkeypatch):
+    (project.build_dir / "storage").mkdir(parents=True)
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/0")
+    assert project.store().runroot.is_relative_to("/run/user/0/instore-podman")
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
     assert project.store().runroot.is_relative_to("/run/user/0/instore-podman")
 
 
@@ -306,7 +328,8 @@ def test_a_user_without_a_login_session_keeps_podmans_run_state_in_a_dir_of_thei
     monkeypatch.setattr(os, "geteuid", lambda: 1001)
     monkeypatch.setattr(os, "getuid", lambda: 1001)
     store = project.store()
-    assert store.runroot.is_relative_to(Path(tempfile.gettempdir()) / "instore-podman-1001")
+    assert store.runroot.is_relative_to("/tmp/instore-podman-1001")
     assert len(str(store.runroot)) <= PODMAN_RUNROOT_MAX
+    project.runroot_record.unlink()
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     assert project.store().runroot.is_relative_to("/run/instore-podman")

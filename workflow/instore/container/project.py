@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,24 +58,52 @@ class Project:
     def log_path(self) -> Path:
         return self.build_dir / "build.log"
 
+    @property
+    def runroot_record(self) -> Path:
+        return self.build_dir / "storage.runroot"
+
     def store(self) -> PodmanStore:
-        """The project's podman storage; run state goes to a tmpfs-like dir keyed by it."""
+        """The project's podman storage, with its run state where it was first put.
+
+        podman writes the run directory into the store and refuses the store under another
+        ("database configuration mismatch"): a login shell (XDG_RUNTIME_DIR set) and a batch
+        job, `su` or `runuser` (unset) would choose differently. So it is chosen once, in a
+        directory every session of this user can make, and kept beside the store."""
         root = self.build_dir / "storage"
-        key = hashlib.sha256(str(root).encode()).hexdigest()[:12]
-        xdg = os.environ.get("XDG_RUNTIME_DIR")
-        run = Path(xdg) / "instore-podman" / key if xdg else None
-        if run is None or len(str(run / "storage")) > PODMAN_RUNROOT_MAX:  # podman's limit
-            run = _own_run_dir() / key
+        try:
+            run = Path(self.runroot_record.read_text().strip())
+        except FileNotFoundError:
+            run = _first_run_dir(root)
+            try:
+                self.runroot_record.parent.mkdir(parents=True, exist_ok=True)
+                self.runroot_record.write_text(f"{run}\n")
+            except OSError:  # a checkout this user may not write: nothing is built here either
+                pass
         return PodmanStore(root, run / "storage", run / "libpod", self.containers_conf)
 
 
+def _first_run_dir(root: Path) -> Path:
+    """The run directory a store gets: its own user's, keyed by the store; a store made
+    before the choice was kept keeps the rule it was made with (the session's
+    XDG_RUNTIME_DIR where set and short enough)."""
+    key = hashlib.sha256(str(root).encode()).hexdigest()[:12]
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if (
+        root.exists()
+        and xdg
+        and len(str(Path(xdg) / "instore-podman" / key / "storage")) <= PODMAN_RUNROOT_MAX
+    ):
+        return Path(xdg) / "instore-podman" / key
+    return _own_run_dir() / key
+
+
 def _own_run_dir() -> Path:
-    """Where podman's run state goes without a usable XDG_RUNTIME_DIR: /run for root; for
-    another user (a batch job, `runuser`, `su` have no login session) a directory of their own
-    under the temporary directory, since /run is root's."""
+    """Where podman's run state goes: /run for root; for another user, whose sessions may
+    have no /run/user directory (a batch job, `runuser`, `su`), a directory of their own
+    under /tmp, named by their uid (not $TMPDIR, which a batch system sets per job)."""
     if os.geteuid() == 0:
         return Path("/run") / "instore-podman"
-    return Path(tempfile.gettempdir()) / f"instore-podman-{os.getuid()}"
+    return Path("/tmp") / f"instore-podman-{os.getuid()}"
 
 
 def find_project(start: Path | None = None) -> Project:
