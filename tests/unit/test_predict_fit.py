@@ -137,14 +137,14 @@ def test_a_throttled_disk_is_charged_its_block_reads_less_its_burst_not_a_seek_p
     disk = DiskRule(seq=119.95e6, seek_s=1 / 150, burst_ios=15.0)
     point = {"read_calls": 3426, "bytes_read": 16_800_000, "user_s": 0.44, "sys_s": 0.045,
              "disk_reads": 1230, "disk_bytes_read": 16_863_232, "protocol": "posix"}  # fmt: skip
-    assert disk.time(point, 0.485) == pytest.approx(7.746, rel=0.01)
+    assert sum(disk.parts(point, 0.485)) == pytest.approx(7.746, rel=0.01)
     # a site that cannot count its block reads (a real one): each read call is a request
     unseen = {**point, "disk_reads": float("nan"), "disk_bytes_read": None}
-    assert disk.time(unseen, 0.485) == pytest.approx(
+    assert sum(disk.parts(unseen, 0.485)) == pytest.approx(
         (3426 - 15 - 0.485 * 150) / 150 + 16.8 / 119.95
     )
     # no throttle, no burst: every request pays its service time
-    assert DiskRule(seq=119.95e6, seek_s=1 / 150).time(point, 0.485) == pytest.approx(
+    assert sum(DiskRule(seq=119.95e6, seek_s=1 / 150).parts(point, 0.485)) == pytest.approx(
         1230 / 150 + 16.863232 / 119.95
     )
 
@@ -160,7 +160,7 @@ def test_a_throttled_disks_points_give_back_the_protocols_server_time() -> None:
         cpu = r["user_s"] + r["sys_s"]
         cond = {**json.loads(r["conditions"]), "emulation": emulation}
         old = r["read_calls"] / IOPS
-        new = disk.time({**r, "disk_reads": ios, "disk_bytes_read": r["bytes_read"]}, cpu)
+        new = sum(disk.parts({**r, "disk_reads": ios, "disk_bytes_read": r["bytes_read"]}, cpu))
         new -= r["bytes_read"] / (SEQ * 1e6)
         points.append({**r, "disk_reads": ios, "disk_bytes_read": r["bytes_read"],
                        "wall_s": r["wall_s"] - old + new, "conditions": json.dumps(cond),

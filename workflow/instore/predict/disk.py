@@ -24,9 +24,6 @@ class DiskRule:
     seek_s: float
     burst_ios: float = 0.0
 
-    def time(self, r: dict[str, Any], cpu_s: float) -> float:
-        return sum(self.parts(r, cpu_s))
-
     def parts(self, r: dict[str, Any], cpu_s: float) -> tuple[float, float]:
         """The requests' service time, and the bytes' streaming time (which a transfer over
         the link hides, as in the model); ``cpu_s``: the job's CPU, while which the throttle's

@@ -164,8 +164,8 @@ def io_terms(r: dict[str, Any], rtt_s: float, per_byte: float, disk: DiskRule) -
     and, read cold, the disk's time for it (``DiskRule``), whose streaming the transfer hides
     as in the model."""
     transfer = float(r["bytes_read"]) * per_byte if r["protocol"] != POSIX else 0.0
-    stream = disk.parts(r, cpu_of(r))[1] if r.get("cold", True) else 0.0
-    return fixed_terms(r, rtt_s, disk) + max(transfer, stream)
+    service, stream = _cold_disk(r, disk)
+    return _trips(r, rtt_s) + service + max(transfer, stream)
 
 
 def fixed_terms(r: dict[str, Any], rtt_s: float, disk: DiskRule) -> float:
@@ -173,8 +173,16 @@ def fixed_terms(r: dict[str, Any], rtt_s: float, disk: DiskRule) -> float:
     trips and, read cold, the disk requests' service time. What a fit of the flow's rate
     subtracts first (where a flow's rate is fitted the link is the slower: it hides the
     disk's streaming)."""
-    trips = float(r["read_calls"]) * rtt_s if r["protocol"] != POSIX else 0.0
-    return trips + (disk.parts(r, cpu_of(r))[0] if r.get("cold", True) else 0.0)
+    return _trips(r, rtt_s) + _cold_disk(r, disk)[0]
+
+
+def _trips(r: dict[str, Any], rtt_s: float) -> float:
+    return float(r["read_calls"]) * rtt_s if r["protocol"] != POSIX else 0.0
+
+
+def _cold_disk(r: dict[str, Any], disk: DiskRule) -> tuple[float, float]:
+    """The disk's (service, streaming) time for a point read cold; nothing for a warm one."""
+    return disk.parts(r, cpu_of(r)) if r.get("cold", True) else (0.0, 0.0)
 
 
 def fit_per_byte(points: Sequence[dict[str, Any]], rtt_s: float, disk: DiskRule) -> float | None:
