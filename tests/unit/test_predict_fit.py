@@ -182,8 +182,19 @@ def test_a_few_bytes_more_or_less_do_not_make_a_cpu_per_mb() -> None:
         points.append({**r, "user_s": cpu * 0.9, "sys_s": cpu * 0.1})
     prof = fit_profile("lan-hdd", CALIBRATION, points)
     assert prof.client_cpu_mb_ms.value == 0.0
-    assert "within 0.5 MB of each other" in prof.client_cpu_mb_ms.source
+    assert "reads of bytes within 5% of each other" in prof.client_cpu_mb_ms.source
     assert prof.client_cpu_request_us.value is not None  # read calls did vary: fitted
+
+
+def test_a_small_files_real_spread_of_bytes_is_fitted() -> None:
+    """The spread is judged as a share of the group's reads, not in MB: points of a 1 MB file
+    that read 0.3 MB more or less (30%) tell the CPU per MB, where a rule of 0.5 MB saw none."""
+    points = []
+    for mb, calls in ((1.0, 8), (1.3, 8), (1.0, 9), (1.3, 9), (1.15, 8)):
+        r = record("protocols", "xrootd", calls, mb, 0.4, "ordered")
+        points.append({**r, "user_s": 0.1 + 0.2 * mb, "sys_s": 0.0})
+    prof = fit_profile("lan-hdd", CALIBRATION, points)
+    assert prof.client_cpu_mb_ms.value == pytest.approx(200.0, rel=0.05)
 
 
 def test_validation_sections_are_never_fitted() -> None:

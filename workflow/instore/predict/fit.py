@@ -109,9 +109,10 @@ def _sections(points: Sequence[dict[str, Any]]) -> str:
     return "+".join(sorted({str(r["section"]) for r in points}))
 
 
-# Within groups doing the same work, a column of the client-CPU fit whose points differ by
-# less than this tells nothing: 13 bytes more or less of 15 MB once gave 1.8 s of CPU per MB.
-MIN_SPREAD = {"calls": 2.0, "mb": 0.5}
+# Within groups doing the same work, a column of the client-CPU fit whose points differ by less
+# than this share of their group's mean tells nothing: 13 bytes more or less of 15 MB once gave
+# 1.8 s of CPU per MB. A share, so that files of any size are judged alike.
+MIN_SPREAD = 0.05
 
 
 def fit_client_cpu(points: Sequence[dict[str, Any]]) -> tuple[Param, Param]:
@@ -120,7 +121,7 @@ def fit_client_cpu(points: Sequence[dict[str, Any]]) -> tuple[Param, Param]:
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r in points:
         groups[tuple(r.get(k) for k in GROUP_KEYS)].append(r)
-    rows, y = [], []
+    rows, shares, y = [], [], []
     for members in groups.values():
         if len(members) < 2:
             continue
@@ -128,10 +129,11 @@ def fit_client_cpu(points: Sequence[dict[str, Any]]) -> tuple[Param, Param]:
         mb = np.array([float(r["bytes_read"]) / 1e6 for r in members])
         cpu = np.array([cpu_of(r) for r in members])
         rows.extend(zip(calls - calls.mean(), mb - mb.mean(), strict=True))
+        shares.append([np.ptp(c) / max(c.mean(), 1e-12) for c in (calls, mb)])
         y.extend(cpu - cpu.mean())
     x = np.array(rows).reshape(-1, 2)
-    spread = np.ptp(x, axis=0) if len(x) else np.zeros(2)
-    used = [spread[0] >= MIN_SPREAD["calls"], spread[1] >= MIN_SPREAD["mb"]]
+    spread = np.max(shares, axis=0) if shares else np.zeros(2)
+    used = [bool(spread[0] >= MIN_SPREAD), bool(spread[1] >= MIN_SPREAD)]
     if len(y) < 3 or not any(used):
         none = "default: 0 (no payload points doing the same work with different reads)"
         return Param(0.0, none), Param(0.0, none)
@@ -143,12 +145,12 @@ def fit_client_cpu(points: Sequence[dict[str, Any]]) -> tuple[Param, Param]:
            "median_abs_residual_s": float(np.median(np.abs(resid))),
            "median_abs_cpu_difference_s": float(np.median(np.abs(y))) or 1.0}  # fmt: skip
     src = f"{_sections(points)}: CPU against read calls and MB within groups doing the same work"
-    unused = ("default: 0 (the points doing the same work read within {:g} {} of each "
+    unused = ("default: 0 (the points doing the same work made {} within {:.0%} of each "
               "other: nothing to fit it on)")  # fmt: skip
     per_call = (Param(float(coef[0]) * 1e6, src, fit) if used[0]
-                else Param(0.0, unused.format(MIN_SPREAD["calls"], "read calls")))  # fmt: skip
+                else Param(0.0, unused.format("read calls", MIN_SPREAD)))  # fmt: skip
     per_mb = (Param(float(coef[1]) * 1e3, src, fit) if used[1]
-              else Param(0.0, unused.format(MIN_SPREAD["mb"], "MB")))  # fmt: skip
+              else Param(0.0, unused.format("reads of bytes", MIN_SPREAD)))  # fmt: skip
     return per_call, per_mb
 
 
