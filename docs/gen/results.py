@@ -67,6 +67,14 @@ def _when(stamp: str) -> str:
     return stamp.replace("T", " ")[:16] + " UTC"
 
 
+def _run_named(f: dict) -> str:
+    """Which make study the sweep figures are of (older results: the bench's own run)."""
+    run = f.get("run")
+    if not run:
+        return "that run"
+    return f"{run['what']}, commit `{run['commit']}` started {run['started']}"
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
@@ -163,7 +171,8 @@ def job_launch() -> str:
         out += _apptainer_vs_podman(d["sweep_apptainer_vs_podman"])
     f = d["full_profile"]
     out += (
-        f"The full profile's sweeps of that run: {f['sweeps']} sites, {f['points']} points, "
+        f"The full profile's sweeps of {_run_named(f)}: {f['sweeps']} sites, {f['points']} "
+        "measurements of points, "
         f"{f['jobs']} jobs, {f['failed_jobs']} failed, {f['sweeps_wall_s']:.0f} s of sweeps of "
         f"which the points' longest jobs took {f['measuring_s']:.0f} s: a duty cycle of "
         f"{_pct(f['duty_cycle'])}. The median job reached its clock {f['launch_s_median']:.2f} s "
