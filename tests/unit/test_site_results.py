@@ -104,3 +104,22 @@ def test_site_status_of_a_name_that_is_no_site_or_a_real_one_says_so(
     err = capsys.readouterr().err.strip()
     assert err.endswith("site r is real: nothing of it runs here to report on -- check its "
                         "endpoints with `instore site preflight r`")  # fmt: skip
+
+
+def test_a_fio_directory_it_cannot_make_names_the_site_files_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: the trial of 2026-11-27 copied the shipped real-site template, whose
+    calibration.posix_dir (/mnt/lustre/...) its grid site does not have; fio's "failed to create
+    dir" was answered with "check the directory is writable and has space", which does not say
+    that the site file names it, nor that a site without a POSIX mount leaves it out."""
+    site = real_site(tmp_path)
+    (tmp_path / "not-a-dir").write_text("")
+    data = yaml.safe_load(site.read_text())
+    data["calibration"].update(posix_dir=str(tmp_path / "not-a-dir" / "cal"), fio_seconds=1)
+    site.write_text(yaml.safe_dump(data))
+    assert main(["site", "calibrate", str(site), "--results", str(tmp_path / "out")]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err
+    assert f"fio on {tmp_path / 'not-a-dir' / 'cal'} failed" in err
+    assert f"calibration.posix_dir in {site} names it" in err and "leave it out" in err

@@ -4,6 +4,7 @@ fraction of what the storage could deliver. Stored as ``<results>/<site>/calibra
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import socket
@@ -24,7 +25,8 @@ from instore.urls import default_port
 
 
 def fio(directory: Path, rw: str, block: str, seconds: float, size_mb: int,
-        cgroup: Path | None = None) -> dict[str, float]:  # fmt: skip
+        cgroup: Path | None = None,
+        fix: str = "check the directory is writable and has space") -> dict[str, float]:  # fmt: skip
     """One fio job with O_DIRECT (the page cache must not answer); returns MB/s and IOPS."""
     target = directory / "instore-fio.dat"
     cmd = ["fio", "--name=calibrate", f"--filename={target}", f"--size={size_mb}M",
@@ -36,18 +38,19 @@ def fio(directory: Path, rw: str, block: str, seconds: float, size_mb: int,
             preexec_fn=(lambda: blkio.join(cgroup)) if cgroup else None,
         )  # fmt: skip
     finally:
-        target.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):  # fio made no file
+            target.unlink()
     if proc.returncode != 0:
-        raise InstoreError(f"fio on {directory} failed: {proc.stderr.strip()[:300]}",
-                           "check the directory is writable and has space")  # fmt: skip
+        raise InstoreError(f"fio on {directory} failed: {proc.stderr.strip()[:300]}", fix)
     read = json.loads(proc.stdout)["jobs"][0]["read"]
     return {"mb_per_s": read["bw_bytes"] / 1e6, "iops": read["iops"]}
 
 
 def disk_limits(target: FioTarget, seconds: float) -> dict:
     """Sequential 1 MiB and random 4 KiB direct reads."""
-    seq = fio(target.directory, "read", "1M", seconds, target.size_mb, target.cgroup)
-    rand = fio(target.directory, "randread", "4k", seconds, target.size_mb, target.cgroup)
+    seq = fio(target.directory, "read", "1M", seconds, target.size_mb, target.cgroup, target.fix)
+    rand = fio(target.directory, "randread", "4k", seconds, target.size_mb, target.cgroup,
+               target.fix)  # fmt: skip
     return {
         "directory": str(target.directory),
         "seconds": seconds,

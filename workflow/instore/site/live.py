@@ -33,6 +33,7 @@ class FioTarget:
     directory: Path
     size_mb: int
     cgroup: Path | None = None
+    fix: str = "check the directory is writable and has space"  # where a failure sends the user
 
 
 class LiveSite(ABC):

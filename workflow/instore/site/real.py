@@ -198,7 +198,12 @@ class RealLive(LiveSite):
 
     def fio_target(self) -> FioTarget | None:
         posix_dir = self.config.calibration.posix_dir
-        return FioTarget(Path(posix_dir), FIO_MAX_MB) if posix_dir else None
+        if not posix_dir:
+            return None
+        fix = (f"calibration.posix_dir in {self.config.path} names it: set it to a directory on "
+               "your POSIX mount that you may write, or leave it out to measure no disk (a site "
+               "without a POSIX mount)")  # fmt: skip
+        return FioTarget(Path(posix_dir), FIO_MAX_MB, fix=fix)
 
     def job_env(self) -> dict[str, str]:
         return {}
