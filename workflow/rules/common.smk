@@ -84,6 +84,12 @@ def bring_sites_down():
         print(f"instore: {line}")
 
 
+def repeat_source(wildcards):
+    """The file a repeated set's file is merged from: its source set's, same layout and replica."""
+    source, _ = STUDY.repeated_from(wildcards.fileset)
+    return f"{DATA}/{source}-{wildcards.layout}-r{wildcards.replica}.root"
+
+
 def layouts_of(fileset):
     """A file set's layouts in the generator's order: those its sections read."""
     from instore.vocabulary import LAYOUTS as KNOWN_LAYOUTS

@@ -88,11 +88,6 @@ REPEATED_SETS = [name for name, spec in STUDY.filesets.items() if spec.repeats]
 ruleorder: repeat_fileset_file > generate_fileset_file
 
 
-def repeat_source(wildcards):
-    source, _ = STUDY.repeated_from(wildcards.fileset)
-    return f"{DATA}/{source}-{wildcards.layout}-r{wildcards.replica}.root"
-
-
 rule repeat_fileset_file:
     input:
         repeat_source,
