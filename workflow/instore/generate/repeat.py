@@ -45,29 +45,19 @@ def read_meta(path: Path) -> dict[str, Any]:
 
 
 def entries(path: Path, meta: dict[str, Any]) -> int:
-    """The events the file's tree or RNTuple holds."""
-    ROOT = root()
-    name = _object_name(path)
-    if meta.get("format") == "rntuple":
-        return int(ROOT.RNTupleReader.Open(name, str(path)).GetNEntries())
-    file = ROOT.TFile.Open(str(path), "READ")
-    try:
-        return int(file.Get(name).GetEntries())
-    finally:
-        file.Close()
-
-
-def _object_name(path: Path) -> str:
-    """The one key that is not the meta record: the tree's or the RNTuple's name."""
+    """The events the file's one tree or RNTuple (its key besides the meta record) holds."""
     ROOT = root()
     file = ROOT.TFile.Open(str(path), "READ")
     try:
         names = {k.GetName() for k in file.GetListOfKeys()} - {META}
+        if len(names) != 1:
+            raise InstoreError(f"{path} holds {sorted(names)}, not one tree or RNTuple", FIX)
+        name = names.pop()
+        if meta.get("format") != "rntuple":
+            return int(file.Get(name).GetEntries())
     finally:
         file.Close()
-    if len(names) != 1:
-        raise InstoreError(f"{path} holds {sorted(names)}, not one tree or RNTuple", FIX)
-    return names.pop()
+    return int(ROOT.RNTupleReader.Open(name, str(path)).GetNEntries())
 
 
 def repeat_file(source: Path, copies: int, fileset: str, out: Path) -> Path:
