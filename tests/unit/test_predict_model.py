@@ -97,6 +97,21 @@ def test_bandwidth_halved_doubles_a_transfer_bound_jobs_io(tmp_path: Path) -> No
     assert full.breakdown["transfer"] == pytest.approx(20 * (8 << 20) * 8 / 1e9, rel=0.05)
 
 
+def test_stage_in_copies_each_file_once_then_reads_it_from_the_page_cache(tmp_path: Path) -> None:
+    """The copy crosses the link at the file's first open (its bytes, its own open's round
+    trip and the request's), and the job's 50 reads then cost no round trip. (A stage-in
+    prediction raised ValueError here: the copy's piece was built in the wrong shape.)"""
+    c = compile_trace(load_trace(write_trace(tmp_path, small_reads(50))))
+    p = profile(protocols={"stage-in": Protocol(Param(0.0, "given")),
+                           "xrootd": Protocol(Param(0.0, "given"))})  # fmt: skip
+    staged, remote = predict(c, p, Scenario(protocol="stage-in")), predict(c, p)
+    size = c.file_sizes[0]
+    assert size == 49 * (1 << 20) + 4096
+    assert staged.breakdown["transfer"] == pytest.approx(size * 8 / 1e9, rel=0.01)
+    assert staged.breakdown["round_trips"] == pytest.approx(2 * 0.010, rel=0.01)
+    assert remote.breakdown["round_trips"] > 50 * 0.010
+
+
 def test_tcp_window_caps_one_flow(tmp_path: Path) -> None:
     reads = [[(0, 64 << 20)]]
     c = compile_trace(load_trace(write_trace(tmp_path, reads)))

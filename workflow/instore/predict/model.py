@@ -301,7 +301,7 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
             copied[c].add(f)
             own[1] += rtt  # the copy's own open
             size = compiled.file_sizes[f]
-            end = remote(c, -1 - f, (0, size, 0, size), t + rtt, rtt, server, own)
+            end = remote(c, -1 - f, (((0, size),), size), t + rtt, rtt, server, own)
         elif op == OPEN and not local and not staged:
             trips = 1 if connected[c] else 2  # a client's first open connects first
             connected[c] = True
