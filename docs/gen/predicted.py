@@ -98,7 +98,8 @@ def validation(reference: Path = REFERENCE) -> str:
                 f"{verdict(s)}.{few} Per section:\n\n")  # fmt: skip
         out += _by_section(trace)
         out += (f"The {min(WORST, len(trace))} worst, with what their records say (measured: "
-                "the median wall per pass, the range of the runs and how many):\n\n")  # fmt: skip
+                "the median wall per pass, for a load point the fixed time over its clients' mean "
+                "passes; the range of the runs or clients and how many):\n\n")  # fmt: skip
         out += _worst(trace)
     if held:
         out += (f"Held out, the caching section's direct points at RTTs and links the fit "
