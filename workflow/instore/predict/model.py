@@ -9,8 +9,11 @@ What it does, request by request (``Compiled`` prepares a trace once, ``predict`
   think time stretches as the jobs share them.
 - **A request is a round trip plus its bytes.** A read (a vector read too, where the protocol
   sends it as one request) costs the RTT, the protocol's server time per request, the disk and
-  the transfer; a protocol without vector reads sends one request per chunk, in turn, and a
-  FUSE mount splits reads into its largest read. Open costs a round trip (two for a client's
+  the transfer; a protocol without vector reads sends one request per chunk, in turn. A FUSE
+  mount is read through the kernel's page cache (``instore.predict.readahead``): the pages a
+  read lacks go as the mount's requests (at most 128 kB, read ahead as the kernel reads any
+  file), each contiguous stretch one round trip flowing at the mount's bytes in flight, in
+  turn; what the kernel reads ahead beyond the read is queued at the server, not waited for. Open costs a round trip (two for a client's
   first: the connection), Close one, a Stat sent to the server one (one answered from the
   client's cache none).
 - **Streams side by side**: requests of different streams are in flight at once, as recorded.
@@ -50,7 +53,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from instore.access import POSIX, STAGE_IN, XROOTD
+from instore.access import FUSE, POSIX, STAGE_IN, XROOTD
 from instore.errors import InstoreError
 from instore.predict.compiled import (
     CLOSE,
@@ -64,6 +67,7 @@ from instore.predict.compiled import (
     read_plan,
 )
 from instore.predict.profile import Profile
+from instore.predict.readahead import MAX_PAGES, PAGE, mount_plan
 
 MB = 1e6
 LOCAL = (POSIX,)
@@ -204,6 +208,11 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
     ops, files, nbytes = compiled.ops, compiled.files, compiled.nbytes
     before, dependents = compiled.before, compiled.dependents
     reads = read_plan(compiled, proto.vector, max_read)
+    ahead: tuple[tuple[Piece, ...], ...] = ()
+    if proto_name == FUSE:  # the kernel's pages and readahead in front of the mount
+        mounted = mount_plan(compiled, int(max_read // PAGE) if max_read else MAX_PAGES)
+        reads = tuple(w for w, _ in mounted)
+        ahead = tuple(a for _, a in mounted)
     blocks = block_plan(compiled, block) if sc.xcache == "cold" else ()
     lead = compiled.lead_s * stretch
     free = [0.0, 0.0]  # when the disk, and the link, are next free (FIFO servers)
@@ -291,8 +300,11 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
                 own[5] += size / c_rate
             elif not staged:  # staged: read from the worker's page cache after the copy
                 hop = 0.0 if local else rtt
+                start = end
                 for pc in reads[i]:
                     end = remote(c, f, pc, end, hop, server, own)
+                for pc in ahead[i] if ahead else ():  # read ahead: queued, not waited for
+                    remote(c, f, pc, start, hop, server, [0.0] * 6)
             extra = cpu_req + cpu_mb * nbytes[i] / MB
             if extra:
                 own[0] += extra
