@@ -1,10 +1,12 @@
-"""The model's disk (``model.predict``) summed over a payload point, for the profile's fit
-(``fit.py``): the same rule, so that the fit explains the payload points with the disk the
-model predicts with."""
+"""The model's disk: the server's page cache in front of it (``page_in``, which the model asks
+for each request), and the same rule summed over a payload point for the profile's fit
+(``fit.py``), so that the fit explains the payload points with the disk the model predicts
+with."""
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,3 +57,32 @@ def disk_rule(profile: Profile) -> DiskRule:
     return DiskRule(seq=(profile.disk_seq_mb_per_s.value or 1.0) * 1e6,
                     seek_s=(profile.disk_random_ms.value or 0.0) / 1e3,
                     burst_ios=float(profile.disk_burst_ios.value or 0.0))  # fmt: skip
+
+
+def page_in(cached: tuple[list[int], list[int]], runs: tuple[tuple[int, int], ...],
+            readahead: float) -> tuple[int, int]:  # fmt: skip
+    """The disk requests, and their bytes, that reading ``runs`` of one file costs: none for a
+    run the page cache holds (``cached``: its ranges, updated), else one that reads the run
+    and the readahead after it."""
+    starts, ends = cached
+    ios = nbytes = 0
+    for off, length in runs:
+        i = bisect_right(starts, off) - 1
+        if i >= 0 and ends[i] >= off + length:
+            continue
+        i = bisect_right(starts, off - 1) - 1
+        sequential = i >= 0 and starts[i] <= off <= ends[i]
+        span = max(length, int(readahead)) if sequential else length
+        ios += 1
+        nbytes += span
+        lo, hi = off, off + span
+        j = bisect_left(starts, lo)
+        if j > 0 and ends[j - 1] >= lo:
+            j -= 1
+            lo = starts[j]
+        while j < len(starts) and starts[j] <= hi:
+            hi = max(hi, ends[j])
+            del starts[j], ends[j]
+        starts.insert(j, lo)
+        ends.insert(j, hi)
+    return ios, nbytes

@@ -49,7 +49,6 @@ chain do not add to the wall, and are not counted).
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +65,7 @@ from instore.predict.compiled import (
     blocks_piece,
     read_plan,
 )
+from instore.predict.disk import page_in
 from instore.predict.profile import Profile
 from instore.predict.readahead import MAX_PAGES, PAGE, mount_plan
 
@@ -127,35 +127,6 @@ class Prediction:
         from dataclasses import asdict
 
         return {**asdict(self), "waits_on": self.waits_on}
-
-
-def page_in(cached: tuple[list[int], list[int]], runs: tuple[tuple[int, int], ...],
-            readahead: float) -> tuple[int, int]:  # fmt: skip
-    """The disk requests, and their bytes, that reading ``runs`` of one file costs: none for a
-    run the page cache holds (``cached``: its ranges, updated), else one that reads the run
-    and the readahead after it."""
-    starts, ends = cached
-    ios = nbytes = 0
-    for off, length in runs:
-        i = bisect_right(starts, off) - 1
-        if i >= 0 and ends[i] >= off + length:
-            continue
-        i = bisect_right(starts, off - 1) - 1
-        sequential = i >= 0 and starts[i] <= off <= ends[i]
-        span = max(length, int(readahead)) if sequential else length
-        ios += 1
-        nbytes += span
-        lo, hi = off, off + span
-        j = bisect_left(starts, lo)
-        if j > 0 and ends[j - 1] >= lo:
-            j -= 1
-            lo = starts[j]
-        while j < len(starts) and starts[j] <= hi:
-            hi = max(hi, ends[j])
-            del starts[j], ends[j]
-        starts.insert(j, lo)
-        ends.insert(j, hi)
-    return ios, nbytes
 
 
 def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = None) -> Prediction:
