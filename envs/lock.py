@@ -14,8 +14,10 @@ from packaging.requirements import Requirement
 
 ENVS = Path(__file__).resolve().parent
 # Earlier sets first: a package the study needs is pinned in the study's lock only.
-SETS = ("requirements", "requirements-emulated", "requirements-dev")
+SETS = ("requirements-bootstrap", "requirements", "requirements-emulated", "requirements-dev")
 HEADER = {
+    "requirements-bootstrap": "the installer of the other locks (make venv puts it in first, "
+    "with pip)",
     "requirements": "the study (make setup), on the distribution's own Python (Debian 12: 3.11.2)",
     "requirements-emulated": "what only emulated sites add (make study with one, make test)",
     "requirements-dev": "the tools of the tests, the lint and the docs (make test, lint, docs)",

@@ -18,7 +18,7 @@ PYPI_TO_CONDA_VERSION = {("root", "0.1a12"): "6.40.0"}
 # Debian 12's own python3: a user who is not root builds the venv with it.
 DISTRIBUTION_PYTHON = "3.11.2"
 STUDY_SETS = ("requirements", "requirements-emulated")  # what conda.yaml names
-SETS = (*STUDY_SETS, "requirements-dev")
+SETS = ("requirements-bootstrap", *STUDY_SETS, "requirements-dev")
 DOCS_AND_LINT = {"mkdocs", "mkdocs-material", "pymdown-extensions", "ruff", "pytest"}
 
 
