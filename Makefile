@@ -24,10 +24,11 @@ system:  ## the Debian packages a study of a real site needs: installed as root,
 
 # The locks go in with uv (pinned in envs/requirements-bootstrap.lock, put in by pip): the same
 # packages, bytecode compiled as pip compiles it, in about a third of pip's time. The system's
-# CA store, pip's timeout and its extra wheel directory hold for it as for pip.
+# CA store, pip's timeout and its extra wheel directories hold for it as for pip (one that does
+# not exist is left out: pip passes over it, uv would stop).
 export UV_HTTP_TIMEOUT ?= $(or $(PIP_DEFAULT_TIMEOUT),180)
 UV_INSTALL = $(BIN)/uv pip install -q --python $(BIN)/python --native-tls --compile-bytecode \
-	$(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS))
+	$(foreach l,$(PIP_FIND_LINKS),$(if $(or $(findstring ://,$(l)),$(wildcard $(l))),--find-links $(l)))
 
 $(STAMP): envs/requirements-bootstrap.lock envs/requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
