@@ -13,9 +13,9 @@ What it does, request by request (``Compiled`` prepares a trace once, ``predict`
   mount is read through the kernel's page cache (``instore.predict.readahead``): the pages a
   read lacks go as the mount's requests (at most 128 kB, read ahead as the kernel reads any
   file), each contiguous stretch one round trip flowing at the mount's bytes in flight, in
-  turn; what the kernel reads ahead beyond the read is queued at the server, not waited for. Open costs a round trip (two for a client's
-  first: the connection), Close one, a Stat sent to the server one (one answered from the
-  client's cache none).
+  turn; what the kernel reads ahead beyond the read is queued at the server, not waited for.
+  Open costs a round trip (two for a client's first: the connection), Close one, a Stat sent
+  to the server one (one answered from the client's cache none).
 - **Streams side by side**: requests of different streams are in flight at once, as recorded.
 - **A link shared by its flows**: the link is one server of the profile's bandwidth: a
   transfer occupies it for bytes / bandwidth, in the order the data is ready, and one flow is

@@ -149,7 +149,7 @@ def measured_points(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _fixed_time_wall(rows: Sequence[dict[str, Any]], fixed_time_s: float | None) -> float | None:
     """A fixed-time repetition's wall per pass: the fixed time over its clients' mean passes,
-    the HEPiX aggregate (every client's events over the time; ``predict.passes_in`` counts the
+    the HEPiX aggregate (every client's events over the time; ``model.passes_in`` counts the
     model's clients so). Not the clients' median: a client's passes come in steps of the
     trace's largest reads (seen: 1.0 or 1.15 passes in 10 s at 16 clients on lan-hdd), so a
     median of per-client walls sits on one step. None: not a fixed-time point, or no passes."""
