@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from instore.predict.readahead import PAGE, _File
+from instore.predict.readahead import PAGE, FilePages
 
 from tests.integration.grid_site import needs_xrootd, readable_tmp, xrootd_server
 from tests.unit.test_predict_readahead import DATA, _requests
@@ -67,7 +67,7 @@ def test_the_model_asks_for_what_an_xrootdfs_mount_asks_its_server_for() -> None
                 os.kill(proc.pid, signal.SIGTERM)
             proc.wait(timeout=20)
         recorded = _requests(record)
-    planned_pages = _File(32)
+    planned_pages = FilePages(32)
     for off, n in reads:
         planned_pages.read(off, n)
     planned = [(a * PAGE, n * PAGE) for a, n in planned_pages.out]

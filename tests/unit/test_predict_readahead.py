@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from instore.predict.compiled import compile_trace
-from instore.predict.readahead import PAGE, _File, mount_plan
+from instore.predict.readahead import PAGE, FilePages, mount_plan
 from instore.replay.trace import load_trace
 
 DATA = Path(__file__).parent / "data" / "xrootdfs-agc-uproot"
@@ -27,14 +27,14 @@ def _requests(path: Path) -> list[tuple[int, int]]:
 
 
 def test_a_small_read_at_the_files_start_brings_four_pages() -> None:
-    f = _File(32)
+    f = FilePages(32)
     waited, ahead = f.read(0, 403)
     assert waited == [(0, 4)] and ahead == []
     assert f.read(10_000, 100) == ([], [])  # page 2: already cached
 
 
 def test_a_lone_small_read_takes_its_own_page_only() -> None:
-    f = _File(32)
+    f = FilePages(32)
     f.read(0, 403)
     assert f.read(50 * PAGE + 100, 34) == ([(50, 1)], [])
     # the next read reaches into page 51: a read that follows the last opens a window
@@ -42,7 +42,7 @@ def test_a_lone_small_read_takes_its_own_page_only() -> None:
 
 
 def test_a_large_read_goes_as_128_kB_requests() -> None:
-    f = _File(32)
+    f = FilePages(32)
     f.read(0, 403)
     waited, _ = f.read(1000 * PAGE, 148_000)  # 37 pages: more than one request holds
     # a window of 32 pages, then the next window, which holds the read's last 5 pages
@@ -50,7 +50,7 @@ def test_a_large_read_goes_as_128_kB_requests() -> None:
 
 
 def test_reading_on_opens_growing_windows_the_reader_does_not_wait_for() -> None:
-    f = _File(32)
+    f = FilePages(32)
     sizes_ahead = []
     for k in range(64):
         waited, ahead = f.read(k * PAGE, PAGE)
@@ -65,7 +65,7 @@ def test_the_mount_asks_the_server_for_what_xrootdfs_asked_for_an_analysis() -> 
     model joins contiguous ones into one round trip) come within 5% of both, and most are the
     very same requests."""
     recorded = _requests(DATA / "xrootdfs-requests.csv")
-    f = _File(32)
+    f = FilePages(32)
     for off, size in _requests(DATA / "trace" / "xrdcl.csv"):
         f.read(off, size)
     planned = [(a * PAGE, n * PAGE) for a, n in f.out]

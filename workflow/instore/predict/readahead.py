@@ -39,7 +39,7 @@ def _next_window(size: int, most: int) -> int:
     return 2 * size if size <= most // 2 else most
 
 
-class _File:
+class FilePages:
     """One file's cached pages and readahead state, and the requests reading it makes."""
 
     def __init__(self, most: int, pages: int | None = None) -> None:
@@ -156,14 +156,14 @@ def mount_plan(
     those it waits for, and those read ahead beside them; none for what is not a read."""
     key = ("mount", most)
     if key not in c.memo:
-        files: dict[int, _File] = {}
+        files: dict[int, FilePages] = {}
         plan = []
         for i, op in enumerate(c.ops):
             if op != READ:
                 plan.append(((), ()))
                 continue
             pages = -(-c.file_sizes[c.files[i]] // PAGE)
-            f = files.setdefault(c.files[i], _File(most, pages))
+            f = files.setdefault(c.files[i], FilePages(most, pages))
             waited: list[tuple[int, int]] = []
             ahead: list[tuple[int, int]] = []
             for off, size in c.chunks[i]:
