@@ -1,7 +1,7 @@
 """The kernel's page cache in front of a FUSE mount: what an application's reads become as
 the mount's requests (xrootdfs forwards each to the server it mounts).
 
-The kernel reads a mount in whole pages, at most ``max_pages`` a request (FUSE's 128 kB), and
+The kernel reads a mount in whole pages, at most ``MAX_PAGES`` a request (FUSE's 128 kB), and
 reads ahead as it reads any file (mm/readahead.c, on demand): a read at the file's start or
 one that follows the last opens a window (4 times a small read, up to 32 pages), a read that
 reaches the window's marker opens the next, larger one without the application waiting for
