@@ -14,11 +14,17 @@ from pathlib import Path
 
 import pytest
 from instore.predict.readahead import PAGE, FilePages
+from instore.replay.trace import load_trace
 
 from tests.integration.grid_site import needs_xrootd, readable_tmp, xrootd_server
-from tests.unit.test_predict_readahead import DATA, _requests
 
+DATA = Path(__file__).parents[1] / "unit" / "data" / "xrootdfs-agc-uproot"
 FILE = "nano256-ordered-r0.root"  # the trace's file; its bytes do not matter, only where
+
+
+def _requests(path: Path) -> list[tuple[int, int]]:
+    """Every read request of an XrdClRecorder file: (offset, bytes) per chunk."""
+    return [chunk for request in load_trace(path).requests for chunk in request.chunks]
 
 
 def _recorder() -> Path:

@@ -4,7 +4,6 @@ what an xrootdfs mount sent its server for a real analysis's reads."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,7 @@ DATA = Path(__file__).parent / "data" / "xrootdfs-agc-uproot"
 
 def _requests(path: Path) -> list[tuple[int, int]]:
     """Every read request of an XrdClRecorder file: (offset, bytes) per chunk."""
-    out = []
-    with path.open() as f:
-        for row in csv.reader(f):
-            if row[1] in ("Read", "VectorRead"):
-                parts = row[3].split(";")[:-1]
-                out += [(int(parts[k]), int(parts[k + 1])) for k in range(0, len(parts), 2)]
-    return out
+    return [chunk for request in load_trace(path).requests for chunk in request.chunks]
 
 
 def test_a_small_read_at_the_files_start_brings_four_pages() -> None:

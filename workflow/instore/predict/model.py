@@ -178,12 +178,12 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
     n = compiled.requests
     ops, files, nbytes = compiled.ops, compiled.files, compiled.nbytes
     before, dependents = compiled.before, compiled.dependents
-    reads = read_plan(compiled, proto.vector, max_read)
     ahead: tuple[tuple[Piece, ...], ...] = ()
     if proto_name == FUSE:  # the kernel's pages and readahead in front of the mount
         mounted = mount_plan(compiled, int(max_read // PAGE) if max_read else MAX_PAGES)
-        reads = tuple(w for w, _ in mounted)
-        ahead = tuple(a for _, a in mounted)
+        reads, ahead = tuple(w for w, _ in mounted), tuple(a for _, a in mounted)
+    else:
+        reads = read_plan(compiled, proto.vector, max_read)
     blocks = block_plan(compiled, block) if sc.xcache == "cold" else ()
     lead = compiled.lead_s * stretch
     free = [0.0, 0.0]  # when the disk, and the link, are next free (FIFO servers)
