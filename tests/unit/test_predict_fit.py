@@ -83,6 +83,19 @@ def test_fit_recovers_known_parameters() -> None:
     assert prof.xcache and prof.xcache.local_mb_per_s.value == 300.0
 
 
+def test_the_disks_reads_side_by_side_are_fios_deep_queue_over_one_at_a_time() -> None:
+    assert fit_profile("wan", CALIBRATION, synthetic()).disk_parallel.value == 1.0  # no deep fio
+    deep = {**CALIBRATION["fio"], "rand_read_queue_depth": 16, "rand_read_iops_deep": 3 * IOPS}
+    prof = fit_profile("wan", {**CALIBRATION, "fio": deep}, synthetic())
+    assert prof.disk_parallel.value == pytest.approx(3.0)
+    assert "queue depth 16" in prof.disk_parallel.source
+    throttled = {**deep, "rand_read_iops_deep": 0.97 * IOPS}  # a throttle: no more, some noise
+    assert (
+        fit_profile("wan", {**CALIBRATION, "fio": throttled}, synthetic()).disk_parallel.value
+        == 1.0
+    )
+
+
 def test_a_slow_copy_on_a_long_link_shows_the_window() -> None:
     slow = {**CALIBRATION, "protocols": {"xrootd": {"mb_per_s": 5.0}}}
     prof = fit_profile("wan", slow, synthetic())

@@ -164,6 +164,26 @@ def test_more_clients_queue_on_a_disk_bound_site(tmp_path: Path) -> None:
     assert eight.cpu_efficiency < one.cpu_efficiency / 4
 
 
+def test_a_disk_that_serves_reads_side_by_side_queues_clients_that_much_less(
+    tmp_path: Path,
+) -> None:
+    c = compile_trace(load_trace(write_trace(tmp_path, small_reads(100))))
+    ssd = profile(rtt_ms=Param(0.2, "given"), disk_random_ms=Param(1.0, "given"))
+    one_queue = predict(c, ssd, Scenario(clients=16))
+    # fio served 2.5 times the reads at a deep queue: 3 servers of 1.2 ms each side by side
+    wide = predict(c, replace(ssd, disk_parallel=Param(2.5, "given")), Scenario(clients=16))
+    # 1,600 reads; the disk, busy all the time, serves 1,000 a second, or 2,500 side by side
+    assert one_queue.wall_max_s == pytest.approx(1600 * 0.001, rel=0.05)
+    assert wide.wall_max_s == pytest.approx(1600 * 0.001 / 2.5, rel=0.05)
+    assert wide.breakdown["disk_queue"] < one_queue.breakdown["disk_queue"] / 2
+    # one client alone waits for each read's service time, whatever the disk does beside it
+    alone = predict(c, replace(ssd, disk_parallel=Param(2.5, "given")))
+    assert alone.breakdown["disk"] == pytest.approx(100 * 0.0012, rel=0.01)
+    # a what-if disk of given IOPS serves them one at a time
+    what_if = replace(ssd, disk_parallel=Param(2.5, "given")).with_changes(iops=1000)
+    assert what_if.disk_parallel.value == 1.0
+
+
 def test_clients_share_the_link(tmp_path: Path) -> None:
     reads = [[(i * (4 << 20), 4 << 20)] for i in range(10)]
     c = compile_trace(load_trace(write_trace(tmp_path, reads, think=0.0)))

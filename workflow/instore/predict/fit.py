@@ -18,6 +18,8 @@ What each parameter comes from:
   The fit charges a cold payload point the disk's time as the model does (``DiskRule``): its
   block device's requests (counted where the site can read them, else one per read call) less
   those the burst passes, and its bytes at the sequential rate.
+- ``disk_parallel``: the calibration's fio random reads at queue depth 16 over those at 1 (how
+  many requests the disk serves side by side: an SSD several); 1 where fio ran only at 1.
 - each protocol's ``request_ms``: least squares over that protocol's payload points of their
   time away from CPU after the open (wall - user - sys - open) against read calls, after the
   round trips, disk and transfer the other parameters give (clipped at 0); its
@@ -55,7 +57,7 @@ from instore.access import FUSE, POSIX, XCACHE, XROOTD
 from instore.calibration import read_calibration
 from instore.errors import InstoreError
 from instore.predict.disk import DiskRule, disk_rule
-from instore.predict.given import burst, disk, link, xcache
+from instore.predict.given import burst, disk, link, parallel, xcache
 from instore.predict.profile import Param, Profile, Protocol
 from instore.vocabulary import PAYLOAD_FIT_SECTIONS
 
@@ -341,6 +343,7 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
     profile = Profile(
         site=site, kind="fitted", rtt_ms=rtt, bandwidth_mbit=bw, tcp_window_kb=window,
         disk_seq_mb_per_s=seq, disk_random_ms=rand, disk_burst_ios=burst_ios,
+        disk_parallel=parallel(calib),
         client_cpu_request_us=cpu_req,
         client_cpu_mb_ms=cpu_mb, protocols=protocols, xcache=xcache(calib, emulation),
         cores=int(workers.get("cores") or 1),

@@ -57,6 +57,19 @@ def disk(calib: dict[str, Any], emulation: dict[str, Any]) -> tuple[Param, Param
     return seq, rand
 
 
+def parallel(calib: dict[str, Any]) -> Param:
+    """How many random reads the disk serves side by side: fio's IOPS with many reads in
+    flight over its IOPS one at a time (at least 1: a throttled or spinning disk's)."""
+    fio = calib.get("fio") or {}
+    one, deep = fio.get("rand_read_iops"), fio.get("rand_read_iops_deep")
+    if not one or not deep:
+        return Param(1.0, "default: no fio with many reads in flight, one at a time")
+    depth = fio.get("rand_read_queue_depth", "many")
+    return Param(max(1.0, float(deep) / float(one)),
+                 f"calibration: fio 4 KiB random reads, {float(deep):.0f} IOPS at queue depth "
+                 f"{depth} over {float(one):.0f} at 1")  # fmt: skip
+
+
 THROTTLE_SLICE_S = 0.1  # the kernel's blk-throttle slice (throtl_slice: HZ / 10)
 
 

@@ -22,10 +22,11 @@ What it does, request by request (``Compiled`` prepares a trace once, ``predict`
   no faster than its TCP window / RTT where the window binds.
 - **A disk queueing every client's requests, behind a page cache**: a chunk the page cache
   holds (read ahead by an earlier request of that file) costs no disk time; any other is one
-  disk request that reads the chunk and the readahead after it (the kernel's): one FIFO
-  server, the random read's service time (1 / IOPS: an IOPS-limited disk counts every
-  request; a spinning disk's sequential ones would cost less, which the model does not know)
-  plus its bytes / sequential rate.
+  disk request that reads the chunk and the readahead after it (the kernel's): a FIFO queue
+  to the disk's servers (one, or as many as an SSD serves side by side: ``disk_parallel``),
+  the random read's service time (1 / IOPS: an IOPS-limited disk counts every request; a
+  spinning disk's sequential ones would cost less, which the model does not know) plus its
+  bytes / sequential rate.
 - **Clients** (the load section; jobs on many nodes) all read the same site at once, each its
   own copy of the files; their requests meet in the disk's and the link's queues.
 - **XCache**: warm, every read is served by the cache (its local round trip and rate); cold,
@@ -49,6 +50,7 @@ chain do not add to the wall, and are not counted).
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,6 +154,11 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
     seq = (profile.disk_seq_mb_per_s.value or 1e9) * MB
     seek = (profile.disk_random_ms.value or 0.0) / 1000.0
     burst = float(profile.disk_burst_ios.value or 0.0)
+    # the disk's requests side by side: ceil(parallel) servers, each slower by the rounding,
+    # so together they serve parallel / disk_random_ms random reads a second
+    side_by_side = max(1.0, profile.disk_parallel.value or 1.0)
+    servers = math.ceil(side_by_side)
+    seek *= servers / side_by_side
     server = (proto.request_ms.value or 0.0) / 1000.0
     readahead = profile.readahead_kb * 1024
     max_read = proto.max_read_kb * 1024 if proto.max_read_kb else None
@@ -186,7 +193,8 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
         reads = read_plan(compiled, proto.vector, max_read)
     blocks = block_plan(compiled, block) if sc.xcache == "cold" else ()
     lead = compiled.lead_s * stretch
-    free = [0.0, 0.0]  # when the disk, and the link, are next free (FIFO servers)
+    free = [0.0, 0.0]  # when the link is next free (free[1]: a FIFO server)
+    disk = [0.0] * servers  # when each of the disk's servers is next free (a heap)
     tokens = [burst, 0.0]  # the disk's idle burst left, and when it was last counted
     # file -> the byte ranges the page cache holds (starts, ends; sorted, disjoint)
     paged: list[dict[int, tuple[list[int], list[int]]]] = [{} for _ in range(clients)]
@@ -212,13 +220,14 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
 
     def remote(c: int, key: int, pc: Piece, t: float, hop: float, cost: float,
                own: list[float]) -> float:  # fmt: skip
-        """One request across the link: a round trip, the server, the disk (a FIFO queue: one
-        request, its service time and its bytes, for each run the page cache does not hold),
+        """One request across the link: a round trip, the server, the disk (a FIFO queue to
+        its servers, the first free one taking it: one request, its service time and its
+        bytes, for each run the page cache does not hold),
         the transfer (the link a FIFO queue too, a flow no faster than its window)."""
         runs, size = pc
         ios, disk_bytes = page_in(paged[c].setdefault(key, ([], [])), runs, readahead)
         arrive = t + hop / 2 + cost
-        d_start = arrive if arrive > free[0] or not ios else free[0]
+        d_start = arrive if arrive > disk[0] or not ios else disk[0]
         paid = ios
         if burst and ios:  # an idle throttle lets a slice's requests through at once
             left = min(burst, tokens[0] + (d_start - tokens[1]) / seek) if seek else burst
@@ -228,7 +237,7 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
         d_seek = paid * seek
         d_end = d_start + d_seek + disk_bytes / seq
         if ios:
-            free[0] = d_end
+            heapq.heapreplace(disk, d_end)
             tokens[1] = d_end
         if not size_on_link:
             done = d_end

@@ -98,6 +98,9 @@ class Profile:
     # random reads an idle disk serves at once, beyond its IOPS (a throttle's slice: the
     # emulated disks' blkio throttle lets IOPS x 100 ms through after it idles; a real disk 0)
     disk_burst_ios: Param = field(default_factory=lambda: Param(0.0, "default: no burst"))
+    # random reads the disk serves side by side, each in disk_random_ms x the count rounded up
+    # over the value (an SSD several; a spinning or throttled disk 1)
+    disk_parallel: Param = field(default_factory=lambda: Param(1.0, "default: one at a time"))
 
     @property
     def disk_iops(self) -> float | None:
@@ -140,6 +143,7 @@ class Profile:
                     out,
                     disk_random_ms=Param(1000.0 / value, f"what-if: {value} IOPS"),
                     disk_burst_ios=Param(0.0, "what-if: another disk, no burst"),
+                    disk_parallel=Param(1.0, "what-if: another disk, one read at a time"),
                 )
             else:
                 out = replace(out, **{key: Param(float(value), f"what-if: {key}={value}")})
@@ -147,7 +151,7 @@ class Profile:
 
     def as_dict(self) -> dict[str, Any]:
         keys = ("rtt_ms", "bandwidth_mbit", "tcp_window_kb", "disk_seq_mb_per_s",
-                "disk_random_ms", "disk_burst_ios", "client_cpu_request_us",
+                "disk_random_ms", "disk_burst_ios", "disk_parallel", "client_cpu_request_us",
                 "client_cpu_mb_ms")  # fmt: skip
         return {
             "profile_version": PROFILE_VERSION,
@@ -187,6 +191,7 @@ def from_dict(data: dict[str, Any], source: str | Path = "profile") -> Profile:
         disk_seq_mb_per_s=_param(p["disk_seq_mb_per_s"]),
         disk_random_ms=_param(p["disk_random_ms"]),
         disk_burst_ios=_param(p.get("disk_burst_ios", 0.0)),
+        disk_parallel=_param(p.get("disk_parallel", 1.0)),
         client_cpu_request_us=_param(p.get("client_cpu_request_us", 0.0)),
         client_cpu_mb_ms=_param(p.get("client_cpu_mb_ms", 0.0)),
         protocols={

@@ -23,14 +23,19 @@ from instore.site.live import FioTarget, LiveSite
 from instore.storage import StorageError, diagnosis, storage_for
 from instore.urls import default_port
 
+QUEUE_DEPTH = 16  # random reads in flight at once: many jobs reading one disk
+
 
 def fio(directory: Path, rw: str, block: str, seconds: float, size_mb: int,
         cgroup: Path | None = None,
-        fix: str = "check the directory is writable and has space") -> dict[str, float]:  # fmt: skip
-    """One fio job with O_DIRECT (the page cache must not answer); returns MB/s and IOPS."""
+        fix: str = "check the directory is writable and has space",
+        depth: int = 1) -> dict[str, float]:  # fmt: skip
+    """One fio job with O_DIRECT (the page cache must not answer), ``depth`` reads in flight
+    (1: one at a time, psync; more: libaio); returns MB/s and IOPS."""
     target = directory / "instore-fio.dat"
+    engine = ["--ioengine=psync"] if depth <= 1 else ["--ioengine=libaio", f"--iodepth={depth}"]
     cmd = ["fio", "--name=calibrate", f"--filename={target}", f"--size={size_mb}M",
-           f"--rw={rw}", f"--bs={block}", "--direct=1", "--ioengine=psync",
+           f"--rw={rw}", f"--bs={block}", "--direct=1", *engine,
            f"--runtime={seconds:g}", "--time_based", "--output-format=json"]  # fmt: skip
     try:
         proc = subprocess.run(
@@ -47,16 +52,23 @@ def fio(directory: Path, rw: str, block: str, seconds: float, size_mb: int,
 
 
 def disk_limits(target: FioTarget, seconds: float) -> dict:
-    """Sequential 1 MiB and random 4 KiB direct reads."""
-    seq = fio(target.directory, "read", "1M", seconds, target.size_mb, target.cgroup, target.fix)
-    rand = fio(target.directory, "randread", "4k", seconds, target.size_mb, target.cgroup,
-               target.fix)  # fmt: skip
+    """Sequential 1 MiB and random 4 KiB direct reads, the random ones one at a time and
+    QUEUE_DEPTH at once (how many requests the disk serves side by side: an SSD several, a
+    spinning or throttled disk one)."""
+
+    def run(rw: str, block: str, depth: int = 1) -> dict[str, float]:
+        return fio(target.directory, rw, block, seconds, target.size_mb, target.cgroup,
+                   target.fix, depth)  # fmt: skip
+
+    seq, rand, deep = run("read", "1M"), run("randread", "4k"), run("randread", "4k", QUEUE_DEPTH)
     return {
         "directory": str(target.directory),
         "seconds": seconds,
         "seq_read_mb_per_s": seq["mb_per_s"],
         "rand_read_iops": rand["iops"],
         "rand_read_mb_per_s": rand["mb_per_s"],
+        "rand_read_queue_depth": QUEUE_DEPTH,
+        "rand_read_iops_deep": deep["iops"],
     }
 
 
