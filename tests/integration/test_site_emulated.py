@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 from instore.site import SiteConfig, load_site, open_site
-from instore.site.calibrate import QUEUE_DEPTH, fio
+from instore.site.calibrate import fio
 from instore.site.emulated import EmulatedLive, existing, teardown
 from instore.site.emulated.delay import measure_rtt_ms
 from instore.site.emulated.names import SiteNames
 from instore.site.emulated.system import in_netns, instance_log
+from instore.site.live import FIO_QUEUE_DEPTH
 
 from tests.cli import Cli
 
@@ -135,7 +136,7 @@ def test_an_iops_limit_holds_with_many_reads_in_flight(site: EmulatedLive) -> No
     """The calibration's deep-queue fio (the model's disk_parallel): a throttled disk serves
     no more reads side by side than one at a time; the host's own disk may serve more."""
     deep = fio(site.names.data_dir, "randread", "4k", 3, 128, site.names.cgroup,
-               depth=QUEUE_DEPTH)  # fmt: skip
+               depth=FIO_QUEUE_DEPTH)  # fmt: skip
     limit = site.config.disk.read_iops
     print(f"{site.config.name}: IOPS limit {limit}, measured {deep['iops']:.0f} at depth 16")
     if limit is None:

@@ -56,6 +56,7 @@ def test_a_real_site_is_told_uploads_writes_points_clients_and_time(tmp_path: Pa
     text = plan.text()
     assert "upload: 4 files, 0.01 GB" in text
     assert "/data/cal/instore-fio.dat (calibration.posix_dir)" in text
+    assert "one read at a time, then 16 at once" in text  # how hard fio reads the disk
     # layout: 4 points; load: 1, 4 and 16 clients (64 is over the real site's default 16)
     assert plan.sections["layout"].points == 4 and plan.sections["layout"].measurements == 8
     assert plan.sections["load"].points == 3

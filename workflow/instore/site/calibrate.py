@@ -19,11 +19,9 @@ from instore.calibration import write_calibration
 from instore.errors import InstoreError
 from instore.site.emulated import blkio
 from instore.site.emulated.delay import measure_rtt_ms
-from instore.site.live import FioTarget, LiveSite
+from instore.site.live import FIO_QUEUE_DEPTH, FioTarget, LiveSite
 from instore.storage import StorageError, diagnosis, storage_for
 from instore.urls import default_port
-
-QUEUE_DEPTH = 16  # random reads in flight at once: many jobs reading one disk
 
 
 def fio(directory: Path, rw: str, block: str, seconds: float, size_mb: int,
@@ -53,21 +51,25 @@ def fio(directory: Path, rw: str, block: str, seconds: float, size_mb: int,
 
 def disk_limits(target: FioTarget, seconds: float) -> dict:
     """Sequential 1 MiB and random 4 KiB direct reads, the random ones one at a time and
-    QUEUE_DEPTH at once (how many requests the disk serves side by side: an SSD several, a
+    FIO_QUEUE_DEPTH at once (how many requests the disk serves side by side: an SSD several, a
     spinning or throttled disk one)."""
 
     def run(rw: str, block: str, depth: int = 1) -> dict[str, float]:
         return fio(target.directory, rw, block, seconds, target.size_mb, target.cgroup,
                    target.fix, depth)  # fmt: skip
 
-    seq, rand, deep = run("read", "1M"), run("randread", "4k"), run("randread", "4k", QUEUE_DEPTH)
+    seq, rand, deep = (
+        run("read", "1M"),
+        run("randread", "4k"),
+        run("randread", "4k", FIO_QUEUE_DEPTH),
+    )
     return {
         "directory": str(target.directory),
         "seconds": seconds,
         "seq_read_mb_per_s": seq["mb_per_s"],
         "rand_read_iops": rand["iops"],
         "rand_read_mb_per_s": rand["mb_per_s"],
-        "rand_read_queue_depth": QUEUE_DEPTH,
+        "rand_read_queue_depth": FIO_QUEUE_DEPTH,
         "rand_read_iops_deep": deep["iops"],
     }
 

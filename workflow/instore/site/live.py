@@ -23,6 +23,7 @@ from instore.site.usage import Counters, read_counters
 DEFAULT_RESULTS = Path("results")
 # fio writes a file this large at most: enough to defeat the disk's own cache, quick to lay out.
 FIO_MAX_MB = 256
+FIO_QUEUE_DEPTH = 16  # random reads in flight at once: many jobs reading one disk
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from instore.configfile import REPO_ROOT
 from instore.errors import InstoreError
 from instore.filenames import DEFAULT_FILESET, replica_names
 from instore.site import SiteConfig
-from instore.site.live import FIO_MAX_MB
+from instore.site.live import FIO_MAX_MB, FIO_QUEUE_DEPTH
 from instore.study import SECTIONS, Point, Study
 from instore.sweep.plan import points_on, skip_reason, substitution_note
 from instore.sweep.ramp import Ramp
@@ -129,7 +129,8 @@ class DryRun:
         posix_dir = self.site.calibration.posix_dir
         if self.calibrate and posix_dir and not self.site.emulated:
             out.append(f"fio's test file of up to {FIO_MAX_MB} MB, {posix_dir}/instore-fio.dat "
-                       "(calibration.posix_dir), read with O_DIRECT")  # fmt: skip
+                       "(calibration.posix_dir), read with O_DIRECT, one read at a time, then "
+                       f"{FIO_QUEUE_DEPTH} at once")  # fmt: skip
         return out
 
     def lines(self) -> list[str]:
