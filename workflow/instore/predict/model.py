@@ -193,7 +193,7 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
         reads = read_plan(compiled, proto.vector, max_read)
     blocks = block_plan(compiled, block) if sc.xcache == "cold" else ()
     lead = compiled.lead_s * stretch
-    free = [0.0, 0.0]  # when the link is next free (free[1]: a FIFO server)
+    link_free = [0.0]  # when the link (a FIFO server) is next free
     disk = [0.0] * servers  # when each of the disk's servers is next free (a heap)
     tokens = [burst, 0.0]  # the disk's idle burst left, and when it was last counted
     # file -> the byte ranges the page cache holds (starts, ends; sorted, disjoint)
@@ -244,10 +244,10 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
             on_disk = d_end - d_start
         else:
             l_start = d_start + d_seek
-            if free[1] > l_start:
-                l_start = free[1]
-            free[1] = l_start + size * per_bw
-            done = max(l_start + size * per_flow, d_end, free[1]) + hop / 2
+            if link_free[0] > l_start:
+                l_start = link_free[0]
+            link_free[0] = l_start + size * per_bw
+            done = max(l_start + size * per_flow, d_end, link_free[0]) + hop / 2
             # the disk's streaming overlaps the transfer: only what the link does not hide
             on_disk = d_seek + max(0.0, d_end - d_start - d_seek - size * per_flow)
         own[1] += hop
