@@ -41,8 +41,8 @@ def test_replay_points_read_the_traces_file_set_with_the_replayer(tmp_path: Path
     ] * 2
     assert study.layouts_of("nano") == {"ordered"}
     argv = job_argv(points[0], "root://h:1094//data/nano-ordered-r0.root", "Events",
-                    tmp_path, start_at=12.5, data=tmp_path / "files")  # fmt: skip
-    assert argv == ("instore", "replay", str(tmp_path / "files" / "traces" / "rdf"),
+                    tmp_path, start_at=12.5, trace=tmp_path / "files" / "traces" / "lan-ssd" / "rdf")  # fmt: skip
+    assert argv == ("instore", "replay", str(tmp_path / "files" / "traces" / "lan-ssd" / "rdf"),
                     "--target", "root://h:1094//data/nano-ordered-r0.root", "--record-only", "--no-check",
                     "--timeout", "60", "--start-at", "12.500")  # fmt: skip
     # ROOT's XRootD client and PyPI xrootd's cannot share a process: the replayer (PyPI
@@ -55,9 +55,9 @@ def test_a_fixed_time_replay_point_replays_for_that_long(tmp_path: Path) -> None
     study = load_study(_study(tmp_path, sections={"replay": {"trace": ["rdf"],
                                                              "fixed_time_s": [0, 30]}}))  # fmt: skip
     once, timed = expand(study, "replay")
-    argv = job_argv(timed, "/d/f.root", "Events", tmp_path, data=tmp_path / "files")
+    argv = job_argv(timed, "/d/f.root", "Events", tmp_path, trace=tmp_path / "rdf")
     assert argv[argv.index("--fixed-time") + 1] == "30"
-    assert "--fixed-time" not in job_argv(once, "/d/f.root", "Events", tmp_path, data=tmp_path)
+    assert "--fixed-time" not in job_argv(once, "/d/f.root", "Events", tmp_path, trace=tmp_path)
 
 
 def test_a_replay_request_times_out_within_a_third_of_the_job_time_out(tmp_path: Path) -> None:
@@ -65,7 +65,7 @@ def test_a_replay_request_times_out_within_a_third_of_the_job_time_out(tmp_path:
     why) before the sweep kills the job, which would leave only "timed out"."""
     point = expand(load_study(_study(tmp_path)), "replay")[0]
     for job_timeout, request_timeout in ((30, "10"), (600, "60"), (None, "60")):
-        argv = job_argv(point, "root://h//f.root", "Events", tmp_path, data=tmp_path,
+        argv = job_argv(point, "root://h//f.root", "Events", tmp_path, trace=tmp_path,
                         job_timeout_s=job_timeout)  # fmt: skip
         assert argv[argv.index("--timeout") + 1] == request_timeout
 
@@ -78,8 +78,10 @@ def test_a_replay_job_names_its_trace_by_absolute_path(
     failed with "no such trace")."""
     monkeypatch.chdir(tmp_path)
     point = expand(load_study(_study(tmp_path)), "replay")[0]
-    argv = job_argv(point, "root://h//f.root", "Events", tmp_path, data=Path("data/files"))
-    assert argv[2] == str(tmp_path / "data" / "files" / "traces" / "rdf")
+    trace = SweepOptions(study=load_study(_study(tmp_path)), site="lan-hdd", sections=["replay"],
+                         data=Path("data/files")).trace("rdf")  # fmt: skip
+    argv = job_argv(point, "root://h//f.root", "Events", tmp_path, trace=trace)
+    assert argv[2] == str(tmp_path / "data" / "files" / "traces" / "lan-ssd" / "rdf")
 
 
 def test_a_trace_naming_an_unknown_file_set_or_section_trace_is_one_line(tmp_path: Path) -> None:
@@ -112,8 +114,8 @@ def test_stage_in_is_skipped_and_a_missing_trace_names_the_recording(tmp_path: P
     assert "trace rdf was not recorded" in message
     assert f"instore record --site lan-ssd --file {data}/nano-ordered-r0.root" in message
     assert "-- python analyses/agc_ttbar_rdf.py --tree Events" in message
-    (data / "traces" / "rdf").mkdir(parents=True)
-    (data / "traces" / "rdf" / "trace.json").write_text("{}")
+    (data / "traces" / "lan-ssd" / "rdf").mkdir(parents=True)
+    (data / "traces" / "lan-ssd" / "rdf" / "trace.json").write_text("{}")
     planned = sweep_plan.plan(opts, site)
     assert [p.protocol for p, _ in planned.todo] == ["posix"]
     assert planned.skipped == {"a replay reads in place; stage-in copies the file first": 1}
@@ -139,7 +141,7 @@ def test_fixed_time_replays_deal_out_the_sets_other_copies_to_later_passes(
     ]
     assert sweep_plan.Inputs(study).passes(by_fill[8]) == [[]] * 8  # none left: re-read
     assert len(set(sweep_plan.Inputs(study).read(by_fill[2]))) == 8  # all placed on the site
-    argv = job_argv(by_fill[1], "/d/nano-ordered-r0.root", "Events", tmp_path, data=tmp_path,
+    argv = job_argv(by_fill[1], "/d/nano-ordered-r0.root", "Events", tmp_path, trace=tmp_path,
                     pass_urls=["/d/nano-ordered-r1.root", "/d/nano-ordered-r2.root"])  # fmt: skip
     assert argv[-4:] == ("--pass-target", "/d/nano-ordered-r1.root",
                          "--pass-target", "/d/nano-ordered-r2.root")  # fmt: skip

@@ -25,3 +25,32 @@ def traces_dir(data: Path) -> Path:
     """Where the study's recorded traces are: beside the files they read, which every job
     sees (the data directory is bound into the payload's container)."""
     return data / "traces"
+
+
+def trace_dir(data: Path, recorded_on: str, name: str) -> Path:
+    """One recorded trace, under the site it was recorded on (``traces/<site>/<name>``): a
+    study of a real site records its own, and never over the traces another site's replay
+    points were measured with."""
+    return traces_dir(data) / recorded_on / name
+
+
+def recorded_traces(traces: Path) -> dict[str, dict[str, Path]]:
+    """Every trace directory under ``traces`` (a study's ``traces_dir``, or any directory
+    of traces), by name, then by the site it was recorded on: ``<site>/<name>``, or
+    ``<name>`` directly (as earlier checkouts and hand-collected directories keep them; site
+    "")."""
+    found: dict[str, dict[str, Path]] = {}
+    for meta in sorted(Path(traces).glob("*/trace.json")):
+        found.setdefault(meta.parent.name, {})[""] = meta.parent
+    for meta in sorted(Path(traces).glob("*/*/trace.json")):
+        found.setdefault(meta.parent.name, {})[meta.parent.parent.name] = meta.parent
+    return found
+
+
+def choose_recording(recordings: dict[str, Path], prefer: Iterable[str] = ()) -> Path:
+    """One of a trace's recordings: the first site of ``prefer`` that recorded it, else the
+    one directly under the traces directory, else the first by site name."""
+    for site in (*prefer, ""):
+        if site in recordings:
+            return recordings[site]
+    return recordings[min(recordings)]

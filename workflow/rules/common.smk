@@ -122,7 +122,7 @@ def dataset_list(wildcards):
 
 # The recorded analyses (traces.smk): each trace's spec, script and input file, and the
 # traces a site's sweep replays.
-from instore.filenames import replica_name, traces_dir
+from instore.filenames import replica_name, trace_dir, traces_dir
 from instore.study.grid import axis_value
 
 
@@ -142,24 +142,13 @@ def trace_input_file(wildcards):
 
 
 def trace_inputs(wildcards):
-    """The traces a site's sweep replays: those of the points it runs (instore.sweep.plan)."""
-    from instore.sweep.plan import traces_replayed
+    """The traces a site's sweep replays: those of the points it runs (instore.sweep.plan),
+    each under the site the run records it on."""
+    from instore.sweep.plan import recording_site, traces_replayed
 
     names = traces_replayed(STUDY, SITE_CONFIGS[wildcards.site])
-    return [f"{traces_dir(Path(DATA))}/{name}" for name in sorted(names)]
-
-
-def trace_site(wildcards):
-    """Where a trace is recorded: its own site (lan-ssd) when the run brings up an emulated
-    site, else the first real site of the run that replays it (no root needed)."""
-    from instore.sweep.plan import recording_site
-
-    return recording_site(STUDY, wildcards.trace, SITE_CONFIGS)
-
-
-def trace_site_upload(wildcards):
-    """The upload marker of a real site a trace is recorded on (its input file is there)."""
-    return site_upload(trace_site(wildcards))
+    return [str(trace_dir(Path(DATA), recording_site(STUDY, name, SITE_CONFIGS), name))
+            for name in sorted(names)]
 
 
 # Reports (reports.smk). The study file's `baseline:` (a results directory of an earlier run;

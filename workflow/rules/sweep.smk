@@ -44,6 +44,7 @@ rule sweep_site:
     shell:
         "instore sweep --site {wildcards.site} --sections {params.sections}"
         " --study {params.study:q} --profile {params.profile} --data {params.data:q}"
+        " --traces {input.traces:q}"
         " --results {params.results:q} --runtime {params.runtime} --no-progress"
         " --failed-points-ok"
         " --resume-if-current {input.site:q} {input.files:q} {input.calibration:q}"

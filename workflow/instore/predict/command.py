@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,7 @@ def _all(args: argparse.Namespace) -> int:
     from instore.replay.trace import load_trace
 
     profiles = _profiles(args.results)
-    traces = sorted(p for p in Path(args.traces).glob("*") if (p / "trace.json").is_file())
+    traces = _all_recordings(args.traces)
     if not profiles or not traces:
         raise InstoreError(
             f"instore predict --all: {len(traces)} trace(s) under {args.traces}, "
@@ -127,9 +128,9 @@ def _all(args: argparse.Namespace) -> int:
             "`instore predict --fit SITE` after a site's sweeps)",
         )
     out = []
-    for path in traces:
+    for label, path in traces:
         trace = load_trace(path)
-        compiled = compile_trace(trace)
+        compiled = replace(compile_trace(trace), name=label)
         for profile in profiles:
             name, _ = profile.protocol(args.protocol)
             sc = Scenario(protocol=name, clients=args.clients,
@@ -141,6 +142,16 @@ def _all(args: argparse.Namespace) -> int:
         for pred in out:
             print(_line(pred))
     return 0
+
+
+def _all_recordings(traces: Path) -> list[tuple[str, Path]]:
+    """Every recording of every trace, labelled by its name, and by the site it was
+    recorded on where it has been recorded on more than one."""
+    from instore.filenames import recorded_traces
+
+    return [(name if len(recordings) == 1 else f"{name} (recorded on {site or 'unknown'})", path)
+            for name, recordings in sorted(recorded_traces(traces).items())
+            for site, path in sorted(recordings.items())]  # fmt: skip
 
 
 def _fit(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ from typing import Any
 
 from instore.access import XCACHE, XROOTD
 from instore.errors import InstoreError
+from instore.filenames import choose_recording, recorded_traces
 from instore.predict.compiled import Compiled, compile_trace
 from instore.predict.fit import conditions_of, cpu_of, payload_wall
 from instore.predict.model import PART_WORDS, Scenario, predict
@@ -123,11 +124,11 @@ def measured_points(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     points: dict[tuple[Any, ...], list[list[dict[str, Any]]]] = defaultdict(list)
     for rows in runs.values():
         first = rows[0]
-        key = (first["section"], first["trace"], first.get("protocol"), first.get("cache_state"),
-               len({r.get("job") for r in rows}), _knobs(first))  # fmt: skip
+        key = (first["section"], first["trace"], _recorded_site(first), first.get("protocol"),
+               first.get("cache_state"), len({r.get("job") for r in rows}), _knobs(first))  # fmt: skip
         points[key].append(rows)
     out = []
-    for (section, trace, protocol, state, clients, knobs), reps in points.items():
+    for (section, trace, recorded_on, protocol, state, clients, knobs), reps in points.items():
         rows = [r for rep in reps for r in rep]
         walls = [w for r in rows if (w := _wall_per_pass(r)) is not None]
         fixed = knobs[-1] or None
@@ -136,7 +137,8 @@ def measured_points(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 if isinstance(e := r.get("predicted_cpu_efficiency"), int | float)]  # fmt: skip
         if not walls:
             continue
-        out.append({"section": section, "trace": trace, "protocol": protocol,
+        out.append({"section": section, "trace": trace, "recorded_on": recorded_on,
+                    "protocol": protocol,
                     "cache_state": state, "clients": clients, "repetitions": len(reps),
                     "wall_s": statistics.median(per_run or walls), "wall_lo_s": min(walls),
                     "wall_hi_s": max(walls), "walls": len(walls),
@@ -145,6 +147,13 @@ def measured_points(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                     "fixed_time_s": fixed,
                     "cpu_efficiency": statistics.median(effs) if effs else None})  # fmt: skip
     return out
+
+
+def _recorded_site(r: dict[str, Any]) -> str | None:
+    """The site the replayed trace was recorded on, as the replay read it from the trace
+    (None in records from before traces were kept per site)."""
+    recorded = r.get("recorded")
+    return recorded.get("recorded_on") if isinstance(recorded, dict) else None
 
 
 def _fixed_time_wall(rows: Sequence[dict[str, Any]], fixed_time_s: float | None) -> float | None:
@@ -178,13 +187,13 @@ def _knobs(r: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def check_site(profile: Profile, records: Sequence[dict[str, Any]],
-               trace: Callable[[str], Compiled | None],
+               trace: Callable[[str, str | None], Compiled | None],
                recorded_on: Callable[[Compiled], Profile | None] = lambda c: None,
                ) -> tuple[list[Check], list[str]]:  # fmt: skip
     """Every validating point of the site with its prediction, and the points skipped (why)."""
     checks, skipped = [], []
     for p in measured_points(records):
-        compiled = trace(p["trace"])
+        compiled = trace(p["trace"], p["recorded_on"])
         if compiled is None:
             skipped.append(f"{p['section']} {p['trace']}: trace not found")
             continue
@@ -242,20 +251,23 @@ def verdict(s: dict[str, Any]) -> str:
 
 
 class TraceFinder:
-    """Traces by name under the study's traces directory, compiled once each."""
+    """Traces by name under the study's traces directory (``filenames.recorded_traces``),
+    the recording a point replayed chosen by the site it names, compiled once each."""
 
     def __init__(self, traces: Path) -> None:
-        self.traces = Path(traces)
-        self.cache: dict[str, Compiled | None] = {}
+        self.found = recorded_traces(Path(traces))
+        self.cache: dict[Path, Compiled | None] = {}
 
-    def __call__(self, name: str) -> Compiled | None:
-        if name not in self.cache:
-            path = self.traces / name
+    def __call__(self, name: str, recorded_on: str | None = None) -> Compiled | None:
+        if name not in self.found:
+            return None
+        path = choose_recording(self.found[name], [recorded_on] if recorded_on else [])
+        if path not in self.cache:
             try:
-                self.cache[name] = compile_trace(load_trace(path)) if path.is_dir() else None
+                self.cache[path] = compile_trace(load_trace(path))
             except InstoreError:
-                self.cache[name] = None
-        return self.cache[name]
+                self.cache[path] = None
+        return self.cache[path]
 
 
 def _point_link(r: dict[str, Any]) -> tuple[float | None, float | None]:

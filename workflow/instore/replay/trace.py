@@ -238,7 +238,13 @@ class Trace:
             "overlapping_requests": think.overlapping,
             "files": len(self.files),
             "events": self.events(),
+            "recorded_on": self.recorded_on(),
         }
+
+    def recorded_on(self) -> str | None:
+        """The site the job was recorded on (``instore record --site``), else None."""
+        where = self.meta.get("recorded_on")
+        return where.get("site") if isinstance(where, dict) else None
 
 
 def _fail(where: str, lineno: int, problem: str, fix: str) -> InstoreError:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from instore.access import XROOTD
 from instore.errors import InstoreError
+from instore.filenames import choose_recording, recorded_traces, traces_dir
 from instore.predict.compiled import Compiled, compile_trace
 from instore.predict.model import PART_WORDS, Prediction, Scenario, predict
 from instore.predict.profile import Profile, site_profile
@@ -50,16 +51,24 @@ def _figure(fig: Any, anchor_id: str, caption: str) -> None:
                   "</figcaption></figure>")  # fmt: skip
 
 
-def traces(data: Path) -> dict[str, Compiled]:
-    """The study's recorded traces (``<data>/traces/<name>``), prepared for the model."""
+def traces(data: Path, prefer: Sequence[str] = ()) -> dict[str, Compiled]:
+    """The study's recorded traces, one recording of each (that of the first site of
+    ``prefer`` that recorded it: ``filenames.choose_recording``), prepared for the model."""
     out = {}
-    for path in sorted((Path(data) / "traces").glob("*")):
-        if (path / "trace.json").is_file():
-            try:
-                out[path.name] = compile_trace(load_trace(path))
-            except InstoreError:
-                continue
+    for name, recordings in recorded_traces(traces_dir(Path(data))).items():
+        try:
+            out[name] = compile_trace(load_trace(choose_recording(recordings, prefer)))
+        except InstoreError:
+            continue
     return out
+
+
+def replayed_from(results: Path, site: str) -> list[str]:
+    """The sites the traces a site's replay points replayed were recorded on, then the site
+    itself: its pages predict from the same recordings its points were measured with."""
+    sites = [(r.get("recorded") or {}).get("recorded_on") for r in _records(results, site)
+             if isinstance(r.get("recorded"), dict)]  # fmt: skip
+    return [*dict.fromkeys(s for s in sites if s), site]
 
 
 def _at(profile: Profile, c: Compiled, protocol: str, axis: str, value: float) -> Prediction:
@@ -116,7 +125,7 @@ def curves(site: str, results: str | Path, data: str | Path, protocol: str = XRO
     except InstoreError as err:
         show.note(f"No prediction: {err} ({err.fix}).")
         return
-    found = traces(Path(data))
+    found = traces(Path(data), replayed_from(Path(results), site))
     if not found:
         show.note(f"No recorded trace under {Path(data) / 'traces'}: nothing to predict.")
         return
@@ -169,7 +178,7 @@ def advice(site: str, results: str | Path, data: str | Path, protocol: str = XRO
         profile = site_profile(Path(results), site)
     except InstoreError:
         return None
-    found = traces(Path(data))
+    found = traces(Path(data), replayed_from(Path(results), site))
     protocol = protocol if protocol in profile.protocols else profile.protocol(None)[0]
     rows = []
     for name, c in found.items():
@@ -207,7 +216,7 @@ def _checks(profile: Profile, results: Path, data: Path) -> tuple[list[Any], lis
     from instore.predict.validate import TraceFinder, check_held_out, check_site
 
     records = _records(results, profile.site)
-    checks, skipped = check_site(profile, records, TraceFinder(Path(data) / "traces"))
+    checks, skipped = check_site(profile, records, TraceFinder(traces_dir(Path(data))))
     return checks, check_held_out(profile, records), skipped
 
 
@@ -280,7 +289,7 @@ def _site_profiles(results: Path, sites: Sequence[str]) -> dict[str, Profile]:
 def sites_grid(results: str | Path, data: str | Path, sites: Sequence[str]) -> pd.DataFrame:
     """Analyses by sites: each recorded analysis's predicted CPU efficiency per core on each
     site with a profile (its default protocol)."""
-    found = traces(Path(data))
+    found = traces(Path(data), sites)
     profiles = _site_profiles(Path(results), sites)
     rows = []
     for name, c in found.items():

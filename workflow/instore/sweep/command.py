@@ -52,6 +52,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="generated files (default: data/files)",
     )
     p.add_argument(
+        "--traces",
+        type=Path,
+        nargs="*",
+        default=(),
+        metavar="DIR",
+        help="the recorded traces the replay points replay, each by its directory's name "
+        "(default: each as recorded on its study site, <data>/traces/<site>/<name>)",
+    )
+    p.add_argument(
         "--results", type=Path, default=Path("results"), help="results directory (default: results)"
     )
     p.add_argument(
@@ -162,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
         site=args.site,
         sections=args.sections,
         data=args.data,
+        traces=tuple(args.traces),
         results=args.results,
         scratch=args.scratch,
         force=force_measure(args),

@@ -16,7 +16,6 @@ from instore.container import Access, Bind, Target
 from instore.container.measure import run_contained
 from instore.container.runtime import Runtime
 from instore.container.warm import run_warm
-from instore.filenames import traces_dir
 from instore.payload.runner import CGROUP_ENV
 from instore.record import JobFate, JobOutcome
 from instore.storage import copy_tool
@@ -124,17 +123,16 @@ def job_argv(
     tree: str,
     scratch: Path,
     start_at: float | None = None,
-    data: Path | None = None,
+    trace: Path | None = None,
     job_timeout_s: float | None = None,
     pass_urls: Sequence[str] = (),
 ) -> tuple[str, ...]:
     if point.trace is not None:
-        if data is None:
-            raise ValueError("a replay point's job needs the data directory (its trace)")
+        if trace is None:
+            raise ValueError("a replay point's job needs its trace's directory")
         # absolute: a job in a container runs elsewhere, with the data bound at its real path
-        trace = traces_dir(data.resolve()) / point.trace
         timeout = replay_request_timeout(job_timeout_s)
-        return replay_argv(point, url, trace, start_at, timeout, pass_urls)
+        return replay_argv(point, url, trace.resolve(), start_at, timeout, pass_urls)
     argv = ["instore", "read", url, "--tree", tree, *point.read_args()]
     if start_at is not None:
         argv += ["--start-at", f"{start_at:.3f}"]

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from instore.errors import InstoreError
+from instore.filenames import choose_recording, recorded_traces, trace_dir, traces_dir
+from instore.site.config import site_name
 from instore.study import Study
 from instore.sweep.cluster import ClusterSpec
 
@@ -26,6 +28,21 @@ class SweepOptions:
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
     progress: bool = True
     launch: str = "fork"
+    traces: Sequence[Path] = ()  # the trace directories replayed, each by its name
+
+    def trace(self, name: str) -> Path:
+        """The trace a replay point of ``name`` replays: the one given by name (`make study`
+        gives each), else the recording on the trace's own study site, else its only
+        recording (``filenames.choose_recording``); where none is, the path it is expected
+        at."""
+        given = {Path(t).name: Path(t) for t in self.traces}
+        if name in given:
+            return given[name]
+        site = site_name(self.study.trace(name).site)
+        recordings = recorded_traces(traces_dir(self.data)).get(name)
+        return (
+            choose_recording(recordings, [site]) if recordings else trace_dir(self.data, site, name)
+        )
 
     def __post_init__(self) -> None:
         if self.launch not in LAUNCHES:

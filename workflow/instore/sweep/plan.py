@@ -14,7 +14,7 @@ import pandas as pd
 
 from instore.access import XROOTD
 from instore.errors import InstoreError
-from instore.filenames import replica_name, traces_dir
+from instore.filenames import replica_name
 from instore.payload.threads import too_many_threads
 from instore.site import SiteConfig
 from instore.site.dataset.model import Dataset
@@ -191,7 +191,7 @@ def _unstopped(
 def _require_traces(opts: SweepOptions, names: set[str]) -> None:
     """Every trace the points replay was recorded (make study records them first)."""
     for name in sorted(names):
-        spec, trace = opts.study.trace(name), traces_dir(opts.data) / name
+        spec, trace = opts.study.trace(name), opts.trace(name)
         if not (trace / "trace.json").is_file():
             fileset = axis_value("fileset", spec.fileset) or ""
             file = opts.data / replica_name(spec.layout, 0, fileset)

@@ -304,7 +304,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
                 tree,
                 opts.scratch,
                 measure_at,
-                opts.data,
+                opts.trace(point.trace) if point.trace else None,
                 opts.study.timeout_s,
                 later[j],
             ),
