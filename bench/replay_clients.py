@@ -41,6 +41,7 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
+from instore.filenames import trace_dir
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "bench" / "replay_results.json"
@@ -274,8 +275,8 @@ def many_clients(clients: int) -> list[dict]:
     study = yaml.safe_load((REPO / "config" / "study.yaml").read_text())
     full = study["profiles"]["full"]
     trace = full["traces"]["agc-load"]
-    if not (data / "traces" / "agc-load" / "trace.json").exists():
-        raise SystemExit("no data/files/traces/agc-load: run `make study` first")
+    if not (trace_dir(data, trace.get("site", "lan-ssd"), "agc-load") / "trace.json").exists():
+        raise SystemExit("no data/files/traces/lan-ssd/agc-load: run `make study` first")
     load = {"trace": ["agc-load"], "fill": [clients], "protocol": ["xrootd", "http"],
             "fixed_time_s": full["sections"]["load"]["fixed_time_s"]}  # fmt: skip
     profile = {**{k: full[k] for k in ("files", "filesets", "traces")}, "sites": ["lan-ssd"],

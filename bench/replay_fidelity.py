@@ -3,7 +3,7 @@
 For each recorded analysis of the study (the profile's ``traces:``), a trace is recorded first
 as `make study` records it (``instore record --warm-up 1`` on lan-ssd over root://), so the
 trace and the runs it is compared with see the machine in the same state (``--study-traces``:
-replay the traces `make study` left in data/files/traces/ instead; this VM's CPU drifts by
+replay the traces `make study` left in data/files/traces/lan-ssd/ instead; this VM's CPU drifts by
 10-20% over hours, and a trace keeps the CPU of its hour). Then on each emulated site asked
 for: the site is brought up with the analysis's file; the real analysis runs there over
 root:// (``instore record --site``: its wall is the truth) and the lan-ssd trace is replayed
@@ -59,6 +59,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
+from instore.filenames import trace_dir
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data" / "files"
@@ -289,7 +290,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--xcache", action="store_true", help="also through the site's XCache")
     ap.add_argument("--study-traces", action="store_true",
-                    help="replay the traces make study recorded (data/files/traces/) instead of "
+                    help="replay the traces make study recorded (data/files/traces/lan-ssd/) instead of "
                     "recording them first")  # fmt: skip
     ap.add_argument("--profiles", type=Path, default=REPO / "results",
                     help="a results directory with each site's profile.json (default: "
@@ -326,7 +327,7 @@ def main() -> None:
     tree = "Events"
     with tempfile.TemporaryDirectory(prefix="instore-fidelity-sites-") as variants:
         if args.study_traces:
-            dirs = {n: DATA / "traces" / n for n in traces}
+            dirs = {n: trace_dir(DATA, RECORDED_ON, n) for n in traces}
         else:
             dirs = {n: record_trace(s, tree, Path(variants) / n) for n, s in traces.items()}
         recorded = {**kept.get("recorded", {}),
