@@ -23,10 +23,10 @@ What it does, request by request (``Compiled`` prepares a trace once, ``predict`
 - **A disk queueing every client's requests, behind a page cache**: a chunk the page cache
   holds (read ahead by an earlier request of that file) costs no disk time; any other is one
   disk request that reads the chunk and the readahead after it (the kernel's): a FIFO queue
-  to the disk's servers (one, or as many as an SSD serves side by side: ``disk_parallel``),
-  the random read's service time (1 / IOPS: an IOPS-limited disk counts every request; a
-  spinning disk's sequential ones would cost less, which the model does not know) plus its
-  bytes / sequential rate.
+  to the disk's servers (one, or as many as an SSD serves side by side: ``disk_parallel``,
+  rounded to the nearest whole number), the random read's service time (1 / IOPS: an
+  IOPS-limited disk counts every request; a spinning disk's sequential ones would cost less,
+  which the model does not know) plus its bytes / sequential rate.
 - **Clients** (the load section; jobs on many nodes) all read the same site at once, each its
   own copy of the files; their requests meet in the disk's and the link's queues.
 - **XCache**: warm, every read is served by the cache (its local round trip and rate); cold,
@@ -154,11 +154,11 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
     seq = (profile.disk_seq_mb_per_s.value or 1e9) * MB
     seek = (profile.disk_random_ms.value or 0.0) / 1000.0
     burst = float(profile.disk_burst_ios.value or 0.0)
-    # the disk's requests side by side: ceil(parallel) servers, each slower by the rounding,
-    # so together they serve parallel / disk_random_ms random reads a second
-    side_by_side = max(1.0, profile.disk_parallel.value or 1.0)
-    servers = math.ceil(side_by_side)
-    seek *= servers / side_by_side
+    # the disk's requests side by side: the nearest whole number of servers, each at the
+    # service time fio measured one read at a time (what one client alone waits), so together
+    # they serve that many times its IOPS, within the rounding of what fio served 16 at once;
+    # a ratio within noise of 1 (1.0002 on a throttled spindle) is one server, not two
+    servers = max(1, math.floor((profile.disk_parallel.value or 1.0) + 0.5))
     server = (proto.request_ms.value or 0.0) / 1000.0
     readahead = profile.readahead_kb * 1024
     max_read = proto.max_read_kb * 1024 if proto.max_read_kb else None
