@@ -15,8 +15,9 @@ all.pidpath $R/run
 xrd.protocol XrdHttp:28080 libXrdHttp.so
 CFG
   cd $R && nohup xrootd -R xrootd -c $R/xrootd.cfg -l $R/xrootd.log > $R/nohup.log 2>&1 &
-  echo $! > $R/xrootd.pid; sleep 2; xrdfs root://localhost:21094 ls / && echo started;;
+  sleep 2; xrdfs root://localhost:21094 ls / && echo started;;
 stop)
-  kill "$(cat $R/xrootd.pid)" && echo stopped;;
+  # the server's own PID file (all.pidpath): xrootd -R forks, so $! is not the server
+  kill "$(cat $R/run/xrootd.pid)" && echo stopped;;
 *) echo "usage: $0 start|stop"; exit 2;;
 esac
