@@ -79,6 +79,25 @@ def test_a_replayed_point_is_predicted_from_the_recording_it_replayed(tmp_path: 
              "recorded": {"recorded_on": site}}
             for k, site in (("a", "mysite"), ("b", "lan-ssd"))]  # fmt: skip
     assert sorted(p["recorded_on"] for p in measured_points(rows)) == ["lan-ssd", "mysite"]
+    # a point is never predicted from another site's recording than the one it replayed
+    assert finder("agc", "elsewhere") is None
+
+
+def test_a_sweep_by_hand_takes_a_trace_only_where_it_is_unambiguous(tmp_path: Path) -> None:
+    """Without --traces: the recording on the trace's study site, else the only one; two
+    recordings elsewhere choose neither (the plan then names where it expects one)."""
+    study = load_study(REPO / "config" / "study.yaml", {"profile": "quick"})
+    name = next(iter(study.traces))
+    data = tmp_path / "files"
+    opts = SweepOptions(study=study, site="mysite", sections=["replay"], data=data)
+    expected = trace_dir(data, study.trace(name).site, name)
+    assert opts.trace(name) == expected  # none recorded
+    mine = _record(data, "mysite", name, 3)
+    assert opts.trace(name) == mine  # the only recording
+    _record(data, "other", name, 3)
+    assert opts.trace(name) == expected  # two elsewhere: neither
+    ssd = _record(data, study.trace(name).site, name, 3)
+    assert opts.trace(name) == ssd
 
 
 def test_traces_kept_flat_by_an_earlier_checkout_are_still_found(tmp_path: Path) -> None:

@@ -252,16 +252,22 @@ def verdict(s: dict[str, Any]) -> str:
 
 class TraceFinder:
     """Traces by name under the study's traces directory (``filenames.recorded_traces``),
-    the recording a point replayed chosen by the site it names, compiled once each."""
+    compiled once each."""
 
     def __init__(self, traces: Path) -> None:
         self.found = recorded_traces(Path(traces))
         self.cache: dict[Path, Compiled | None] = {}
 
     def __call__(self, name: str, recorded_on: str | None = None) -> Compiled | None:
-        if name not in self.found:
+        """The recording of ``name`` made on ``recorded_on`` (or kept flat, siteless); with no
+        site named, ``filenames.choose_recording``'s. None where there is none: a point is
+        never predicted from another site's recording than the one it replayed."""
+        recordings = self.found.get(name, {})
+        if recorded_on is not None:
+            recordings = {s: p for s, p in recordings.items() if s in (recorded_on, "")}
+        if not recordings:
             return None
-        path = choose_recording(self.found[name], [recorded_on] if recorded_on else [])
+        path = choose_recording(recordings, [recorded_on] if recorded_on else [])
         if path not in self.cache:
             try:
                 self.cache[path] = compile_trace(load_trace(path))

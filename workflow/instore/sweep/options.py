@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from instore.errors import InstoreError
-from instore.filenames import choose_recording, recorded_traces, trace_dir, traces_dir
+from instore.filenames import recorded_traces, trace_dir, traces_dir
 from instore.site.config import site_name
 from instore.study import Study
 from instore.sweep.cluster import ClusterSpec
@@ -33,16 +33,16 @@ class SweepOptions:
     def trace(self, name: str) -> Path:
         """The trace a replay point of ``name`` replays: the one given by name (`make study`
         gives each), else the recording on the trace's own study site, else its only
-        recording (``filenames.choose_recording``); where none is, the path it is expected
-        at."""
+        recording; where there is neither, the path it is expected at (the plan then names
+        the command that records it)."""
         given = {Path(t).name: Path(t) for t in self.traces}
         if name in given:
             return given[name]
         site = site_name(self.study.trace(name).site)
-        recordings = recorded_traces(traces_dir(self.data)).get(name)
-        return (
-            choose_recording(recordings, [site]) if recordings else trace_dir(self.data, site, name)
-        )
+        recordings = recorded_traces(traces_dir(self.data)).get(name, {})
+        if site in recordings or len(recordings) != 1:
+            return recordings.get(site, trace_dir(self.data, site, name))
+        return next(iter(recordings.values()))
 
     def __post_init__(self) -> None:
         if self.launch not in LAUNCHES:
