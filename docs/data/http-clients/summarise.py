@@ -21,14 +21,20 @@ CORES = 2
 
 
 def rows(run_logs: Path) -> list[str]:
-    out = ["site | protocol | clients | jobs | replayer CPU per request (us) | host CPU busy | "
-           "overshoot per pass (s) | read per request (ms) | clients x CPU / cores (ms)"]
+    out = [
+        "site | protocol | clients | jobs | replayer CPU per request (us) | host CPU busy | "
+        "overshoot per pass (s) | read per request (ms) | clients x CPU / cores (ms)"
+    ]
     for path in sorted(run_logs.glob("*-records.jsonl.xz")):
         groups: dict[tuple[str, int], list[dict]] = defaultdict(list)
         with lzma.open(path, "rt") as f:
             for line in f:
                 r = json.loads(line)
-                if r.get("section") == "load" and r.get("status") == "ok" and r.get("requests_done"):
+                if (
+                    r.get("section") == "load"
+                    and r.get("status") == "ok"
+                    and r.get("requests_done")
+                ):
                     groups[(r["protocol"], r["jobs"])].append(r)
         for (protocol, clients), rs in sorted(groups.items()):
             cpu_us = st.median(r["client_cpu_s"] / r["requests_done"] * 1e6 for r in rs)
@@ -36,8 +42,10 @@ def rows(run_logs: Path) -> list[str]:
             over = st.median(r["sleep_overshoot_s"] / r["passes"] for r in rs if r["passes"])
             busy = st.median(r["host_cpu_busy"] for r in rs)
             burst = clients * cpu_us / CORES / 1e3
-            out.append(f"{rs[0]['site']} | {protocol} | {clients} | {len(rs)} | {cpu_us:.0f} | "
-                       f"{busy:.2f} | {over:.3f} | {read_ms:.2f} | {burst:.2f}")
+            out.append(
+                f"{rs[0]['site']} | {protocol} | {clients} | {len(rs)} | {cpu_us:.0f} | "
+                f"{busy:.2f} | {over:.3f} | {read_ms:.2f} | {burst:.2f}"
+            )
     return out
 
 
