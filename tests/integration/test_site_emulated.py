@@ -116,8 +116,13 @@ def test_rtt_within_20_percent_of_profile_or_host_jitter(site: EmulatedLive) -> 
     target = site.config.network.rtt_ms
     rtt = measure_rtt_ms(site.names.storage_ip, 1094, samples=60)
     print(f"{site.config.name}: RTT target {target} ms, measured {rtt:.3f} ms")
-    if target is None:
-        assert rtt < 0.2  # no delayer: the bare veth
+    if target is None:  # no delayer: no packet goes through user space, the bare veth
+        rules = subprocess.run(in_netns(site.names.netns, ["iptables", "-S"]),
+                               capture_output=True, text=True, check=True).stdout  # fmt: skip
+        assert "NFQUEUE" not in rules
+        # a bare veth answers a connect in 0.02-0.05 ms; the host's load once moved the
+        # median of 60 to 0.202 ms (the CI of bf2993b), so the host's jitter is allowed twice
+        assert rtt < 2 * RTT_JITTER_MS
     else:
         assert abs(rtt - target) <= max(0.20 * target, RTT_JITTER_MS)
 
