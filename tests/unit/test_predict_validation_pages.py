@@ -4,6 +4,7 @@ every recorded analysis on every site with a profile, and how far each column is
 
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -74,7 +75,7 @@ def test_the_what_if_page_shows_the_count_and_the_worst_first(
 ) -> None:
     shown: list[str] = []
     monkeypatch.setattr(show, "_display", shown.append)
-    whatif.validation("wan", study["results"], study["data"])
+    whatif.validation(whatif.load("wan", study["results"], study["data"]))
     page = "\n".join(shown)
     assert "2 of 3 points (67%) predicted within 10%" in page
     assert "median absolute error 5.0%" in page and "not met" in page
@@ -130,7 +131,7 @@ def test_the_overview_grid_shows_every_analysis_on_every_profiled_site(
     study: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     frame = whatif.sites_grid(study["results"], study["data"], [])
-    assert list(frame.columns) == ["analysis", "lan", "wan"]
+    assert list(frame.columns) == ["analysis", "recorded on", "lan", "wan"]
     by = frame.set_index("analysis")
     for site in ("lan", "wan"):
         for name in ("chatty", "cpu"):
@@ -238,3 +239,27 @@ def test_the_results_page_says_when_the_reference_holds_no_prediction(tmp_path: 
     text = _predicted_page().validation(_reference(tmp_path, None))
     assert "holds 1 replay and 1 load points, but no prediction of them" in text
     assert "not measured here yet" in text
+
+
+def test_the_grid_names_the_one_recording_each_row_is_predicted_from(
+    study: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An analysis recorded on two sites is predicted on every site from one recording: that
+    of the first site of the grid's list that made one; the row and the page say which."""
+    data = tmp_path / "two"
+    for site, think in (("lan", 0.002), ("wan", 0.004)):
+        (data / "traces" / site).mkdir(parents=True)
+        out = write_trace(data / "traces" / site, small_reads(50), think=think, name="chatty")
+        meta = json.loads((out / "trace.json").read_text())
+        (out / "trace.json").write_text(json.dumps({**meta, "recorded_on": {"site": site}}))
+    first = whatif.sites_grid(study["results"], data, [])  # every profile, by name: lan first
+    assert list(first[whatif.RECORDED_ON]) == ["lan"]
+    chosen = whatif.sites_grid(study["results"], data, ["wan", "lan"])
+    assert list(chosen[whatif.RECORDED_ON]) == ["wan"]
+    assert chosen.loc[0, "lan"] != first.loc[0, "lan"]  # the other recording's think times
+    shown: list[str] = []
+    monkeypatch.setattr(show, "_display", shown.append)
+    whatif.grid("wan", study["results"], data)
+    page = "\n".join(shown)
+    assert "<th>recorded on</th>" in page and "<td>lan</td>" in page
+    assert html.escape('from one recording of the analysis (its "recorded on" column') in page

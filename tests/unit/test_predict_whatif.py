@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from instore.predict.fit import fit_profile
 from instore.predict.profile import write_profile
-from instore.report import whatif
+from instore.report import show, whatif
 
 from tests.unit.test_predict_fit import CALIBRATION, synthetic
 from tests.unit.test_predict_model import small_reads, write_trace
@@ -31,7 +31,7 @@ def site(tmp_path: Path) -> dict[str, Path]:
 
 
 def test_the_change_that_helps_most(site: dict[str, Path]) -> None:
-    table = whatif.advice("wan", site["results"], site["data"])
+    table = whatif.advice(whatif.load("wan", site["results"], site["data"]))
     assert table is not None
     by = table.set_index("analysis")
     assert by.loc["chatty", "waits most on"] == "round trips"
@@ -41,18 +41,40 @@ def test_the_change_that_helps_most(site: dict[str, Path]) -> None:
 
 
 def test_curves_measured_points_validation_and_grid(site: dict[str, Path]) -> None:
-    points = whatif.measured(site["results"], "wan", "xrootd")
+    page = whatif.load("wan", site["results"], site["data"])
+    points = whatif.measured(page.records, "xrootd")
     assert list(points["trace"]) == ["chatty"] and list(points["clients"]) == [1]
-    whatif.curves("wan", site["results"], site["data"])
-    whatif.validation("wan", site["results"], site["data"])
+    whatif.curves(page)
+    whatif.validation(page)
     grid = whatif.sites_grid(site["results"], site["data"], ["wan", "nowhere"])
-    assert list(grid.columns) == ["analysis", "wan"]
+    assert list(grid.columns) == ["analysis", "recorded on", "wan"]
     assert (grid["wan"] <= 1).all() and (grid["wan"] > 0).all()
 
 
-def test_a_site_without_profile_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert whatif.advice("lan-hdd", tmp_path, tmp_path) is None
-    whatif.curves("lan-hdd", tmp_path, tmp_path)
+def test_a_site_without_profile_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shown: list[str] = []
+    monkeypatch.setattr(show, "_display", shown.append)
+    page = whatif.load("lan-hdd", tmp_path, tmp_path)
+    assert whatif.advice(page) is None
+    whatif.curves(page)
+    assert "No prediction: " in shown[0] and "site lan-hdd has no profile" in shown[0]
+
+
+def test_the_what_if_page_reads_the_sites_records_once(
+    site: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its three parts (advice, curves, validation) draw from one reading of records.jsonl."""
+    from instore.sweep.store import RecordStore
+
+    reads: list[str] = []
+    real = RecordStore.records
+    monkeypatch.setattr(RecordStore, "records", lambda self: reads.append(self.log.name) or
+                        real(self))  # fmt: skip
+    page = whatif.load("wan", site["results"], site["data"])
+    whatif.advice(page)
+    whatif.curves(page)
+    whatif.validation(page)
+    assert reads == ["records.jsonl"]
 
 
 def test_the_what_if_notebook_renders_a_page(site: dict[str, Path], tmp_path: Path) -> None:

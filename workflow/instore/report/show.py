@@ -23,7 +23,13 @@ def _display(markup: str) -> None:
 
 
 def figure_html(fig: Any, key: str, caption: str) -> str:
-    """The figure as an anchored, self-contained ``<figure>`` element."""
+    """The figure as a self-contained ``<figure>`` element, at its key's anchor."""
+    return figure_markup(fig, anchor(key), caption)
+
+
+def figure_markup(fig: Any, anchor_id: str, caption: str) -> str:
+    """The figure as a self-contained ``<figure>`` element with the id ``anchor_id`` (a page
+    whose figures are not in the sections' table names its own)."""
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
@@ -33,7 +39,7 @@ def figure_html(fig: Any, key: str, caption: str) -> str:
     data = base64.b64encode(buf.getvalue()).decode()
     text = html.escape(caption)
     return (
-        f'<figure id="{anchor(key)}" class="instore-figure">'
+        f'<figure id="{anchor_id}" class="instore-figure">'
         f'<img src="data:image/png;base64,{data}" alt="{text}" style="max-width:100%">'
         f"<figcaption>{text}</figcaption></figure>"
     )

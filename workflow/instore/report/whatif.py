@@ -5,12 +5,9 @@ same axes, and a sentence per analysis naming the change that would help it most
 
 from __future__ import annotations
 
-import base64
-import html
-import io
-import json
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +22,7 @@ from instore.predict.profile import Profile, site_profile
 from instore.replay.trace import load_trace
 from instore.report import show
 from instore.report.plots import panels
+from instore.sweep.store import RecordStore
 from instore.vocabulary import TRACE_SECTIONS
 
 PAGE = "whatif"
@@ -36,39 +34,64 @@ AXES: dict[str, tuple[str, tuple[float, ...]]] = {
 }
 
 
-def _figure(fig: Any, anchor_id: str, caption: str) -> None:
-    """The figure inline, anchored (as ``show.figure``, whose anchors are the sections')."""
-    import matplotlib.pyplot as plt
+@dataclass(frozen=True)
+class Recorded:
+    """A recorded analysis prepared for the model, and the site its trace was recorded on."""
 
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    data = base64.b64encode(buf.getvalue()).decode()
-    text = html.escape(caption)
-    show._display(f'<figure id="{anchor_id}" class="instore-figure"><img src="data:image/png;'
-                  f'base64,{data}" alt="{text}" style="max-width:100%"><figcaption>{text}'
-                  "</figcaption></figure>")  # fmt: skip
+    compiled: Compiled
+    recorded_on: str | None
 
 
-def traces(data: Path, prefer: Sequence[str] = ()) -> dict[str, Compiled]:
+def recordings(data: Path, prefer: Sequence[str] = ()) -> dict[str, Recorded]:
     """The study's recorded traces, one recording of each (that of the first site of
     ``prefer`` that recorded it: ``filenames.choose_recording``), prepared for the model."""
     out = {}
-    for name, recordings in recorded_traces(traces_dir(Path(data))).items():
+    for name, found in recorded_traces(traces_dir(Path(data))).items():
         try:
-            out[name] = compile_trace(load_trace(choose_recording(recordings, prefer)))
+            trace = load_trace(choose_recording(found, prefer))
+            out[name] = Recorded(compile_trace(trace), trace.recorded_on())
         except InstoreError:
             continue
     return out
 
 
-def replayed_from(results: Path, site: str) -> list[str]:
-    """The sites the traces a site's replay points replayed were recorded on, then the site
-    itself: its pages predict from the same recordings its points were measured with."""
-    sites = [(r.get("recorded") or {}).get("recorded_on") for r in _records(results, site)
+def traces(data: Path, prefer: Sequence[str] = ()) -> dict[str, Compiled]:
+    """``recordings``, the prepared traces only."""
+    return {name: r.compiled for name, r in recordings(data, prefer).items()}
+
+
+def replayed_from(records: Sequence[dict[str, Any]], site: str) -> list[str]:
+    """The sites the traces a site's replay points replayed were recorded on (from its
+    records), then the site itself: its pages predict from the same recordings its points
+    were measured with."""
+    sites = [(r.get("recorded") or {}).get("recorded_on") for r in records
              if isinstance(r.get("recorded"), dict)]  # fmt: skip
     return [*dict.fromkeys(s for s in sites if s), site]
+
+
+@dataclass(frozen=True)
+class SitePage:
+    """What a site's What-if page draws from, read once for its three parts (the advice,
+    the curves, the validation): the profile (or why there is none), the site's records and
+    the recordings its points replayed."""
+
+    site: str
+    data: Path
+    profile: Profile | None
+    problem: InstoreError | None
+    records: list[dict[str, Any]] = field(default_factory=list)
+    traces: dict[str, Compiled] = field(default_factory=dict)
+
+
+def load(site: str, results: str | Path, data: str | Path) -> SitePage:
+    """Read the site's profile, records and traces once."""
+    try:
+        profile, problem = site_profile(Path(results), site), None
+    except InstoreError as err:
+        return SitePage(site, Path(data), None, err)
+    records = RecordStore(Path(results), site).records()
+    return SitePage(site, Path(data), profile, problem, records,
+                    traces(Path(data), replayed_from(records, site)))  # fmt: skip
 
 
 def _at(profile: Profile, c: Compiled, protocol: str, axis: str, value: float) -> Prediction:
@@ -83,31 +106,18 @@ def _here(profile: Profile, axis: str) -> float | None:
             "iops": profile.disk_iops, "clients": 1.0}[axis]  # fmt: skip
 
 
-def _records(results: Path, site: str) -> list[dict[str, Any]]:
-    log = Path(results) / site / "records.jsonl"
-    if not log.is_file():
-        return []
-    out = []
-    for line in log.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
-
-
-def measured(results: Path, site: str, protocol: str) -> pd.DataFrame:
-    """The replay and load points measured here over ``protocol``: trace, clients, median
-    predicted CPU efficiency (the recorded CPU over the replay's wall)."""
+def measured(records: Sequence[dict[str, Any]], protocol: str) -> pd.DataFrame:
+    """The replay and load points among a site's records over ``protocol``: trace, clients,
+    median predicted CPU efficiency (the recorded CPU over the replay's wall)."""
     groups: dict[tuple[str, int], list[float]] = {}
     jobs: dict[str, set[Any]] = {}
-    for r in _records(results, site):
+    for r in records:
         if r.get("section") not in TRACE_SECTIONS or r.get("protocol") != protocol:
             continue
         if r.get("status") != "ok" or r.get("predicted_cpu_efficiency") is None:
             continue
         jobs.setdefault(str(r.get("point_key")), set()).add(r.get("job"))
-    for r in _records(results, site):
+    for r in records:
         key = str(r.get("point_key"))
         if key in jobs and r.get("protocol") == protocol and r.get("status") == "ok":
             eff = r.get("predicted_cpu_efficiency")
@@ -118,19 +128,18 @@ def measured(results: Path, site: str, protocol: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["trace", "clients", "cpu_efficiency"])
 
 
-def curves(site: str, results: str | Path, data: str | Path, protocol: str = XROOTD) -> None:
+def curves(page: SitePage, protocol: str = XROOTD) -> None:
     """Predicted efficiency per analysis on four axes, the measured points on them."""
-    try:
-        profile = site_profile(Path(results), site)
-    except InstoreError as err:
-        show.note(f"No prediction: {err} ({err.fix}).")
+    profile, found, site = page.profile, page.traces, page.site
+    if profile is None:
+        err = page.problem
+        show.note(f"No prediction: {err} ({err.fix})." if err else "No prediction.")
         return
-    found = traces(Path(data), replayed_from(Path(results), site))
     if not found:
-        show.note(f"No recorded trace under {Path(data) / 'traces'}: nothing to predict.")
+        show.note(f"No recorded trace under {traces_dir(page.data)}: nothing to predict.")
         return
     protocol = protocol if protocol in profile.protocols else profile.protocol(None)[0]
-    points = measured(Path(results), site, protocol)
+    points = measured(page.records, protocol)
     fig, axes = panels(len(AXES), width=4.2)
     for k, (name, c) in enumerate(found.items()):
         color = f"C{k}"
@@ -149,10 +158,10 @@ def curves(site: str, results: str | Path, data: str | Path, protocol: str = XRO
             ax.set_ylim(0, 105)
     axes[0].set_ylabel("predicted CPU efficiency per core (%)")
     axes[0].legend(fontsize=7, loc="lower left")
-    _figure(fig, "fig-whatif-curves", f"Each recorded analysis's CPU efficiency on {site} over "
+    show._display(show.figure_markup(fig, "fig-whatif-curves", f"Each recorded analysis's CPU efficiency on {site} over "
             f"{protocol}, predicted from the site's profile with one parameter changed at a "
             "time (lines); dots: the replay (1 client) and load points measured here; dotted: "
-            "the site's own value.")  # fmt: skip
+            "the site's own value."))  # fmt: skip
 
 
 def _changes(profile: Profile) -> dict[str, tuple[dict[str, float], Scenario]]:
@@ -170,15 +179,12 @@ def _changes(profile: Profile) -> dict[str, tuple[dict[str, float], Scenario]]:
     return out
 
 
-def advice(site: str, results: str | Path, data: str | Path, protocol: str = XROOTD,
-           ) -> pd.DataFrame | None:  # fmt: skip
+def advice(page: SitePage, protocol: str = XROOTD) -> pd.DataFrame | None:
     """Per analysis: where its time goes and the change that would help it most, as a table
-    and a sentence each."""
-    try:
-        profile = site_profile(Path(results), site)
-    except InstoreError:
+    and a sentence each (None: the site has no profile)."""
+    profile, found, site = page.profile, page.traces, page.site
+    if profile is None:
         return None
-    found = traces(Path(data), replayed_from(Path(results), site))
     protocol = protocol if protocol in profile.protocols else profile.protocol(None)[0]
     rows = []
     for name, c in found.items():
@@ -210,12 +216,12 @@ def advice(site: str, results: str | Path, data: str | Path, protocol: str = XRO
     return frame
 
 
-def _checks(profile: Profile, results: Path, data: Path) -> tuple[list[Any], list[Any], list[str]]:
+def _checks(profile: Profile, records: Sequence[dict[str, Any]], data: Path,
+            ) -> tuple[list[Any], list[Any], list[str]]:  # fmt: skip
     """The site's replay and load points against their prediction, its held-out caching
     points, and the points that could not be predicted (why)."""
     from instore.predict.validate import TraceFinder, check_held_out, check_site
 
-    records = _records(results, profile.site)
     checks, skipped = check_site(profile, records, TraceFinder(traces_dir(Path(data))))
     return checks, check_held_out(profile, records), skipped
 
@@ -238,7 +244,7 @@ def _check_rows(checks: Sequence[Any]) -> pd.DataFrame:
                          for c in sorted(checks, key=lambda c: -abs(c.error))])  # fmt: skip
 
 
-def validation(site: str, results: str | Path, data: str | Path, worst: int = 5) -> None:
+def validation(page: SitePage, worst: int = 5) -> None:
     """The measured replay and load points of this site against their prediction: the
     error's distribution, every point, the worst explained from their records, and the
     held-out caching points apart."""
@@ -246,11 +252,10 @@ def validation(site: str, results: str | Path, data: str | Path, worst: int = 5)
 
     from instore.predict.validate import summary, verdict
 
-    try:
-        profile = site_profile(Path(results), site)
-    except InstoreError:
+    profile, site = page.profile, page.site
+    if profile is None:
         return
-    checks, held, skipped = _checks(profile, Path(results), Path(data))
+    checks, held, skipped = _checks(profile, page.records, page.data)
     if not checks:
         show.note("No replay or load point measured here could be predicted to check the "
                   "model against" + (f" ({'; '.join(skipped)})" if skipped else "") + ".")  # fmt: skip
@@ -286,18 +291,25 @@ def _site_profiles(results: Path, sites: Sequence[str]) -> dict[str, Profile]:
     return out
 
 
+RECORDED_ON = "recorded on"
+
+
 def sites_grid(results: str | Path, data: str | Path, sites: Sequence[str]) -> pd.DataFrame:
     """Analyses by sites: each recorded analysis's predicted CPU efficiency per core on each
-    site with a profile (its default protocol)."""
-    found = traces(Path(data), sites)
+    site with a profile (its default protocol), and the site its recording was made on."""
     profiles = _site_profiles(Path(results), sites)
+    return _grid_frame(recordings(Path(data), list(profiles)), profiles)
+
+
+def _grid_frame(found: dict[str, Recorded], profiles: dict[str, Profile]) -> pd.DataFrame:
+    """One row per analysis: one recording of it (``recordings``) predicted on every site."""
     rows = []
-    for name, c in found.items():
-        row: dict[str, Any] = {"analysis": name}
+    for name, rec in found.items():
+        row: dict[str, Any] = {"analysis": name, RECORDED_ON: rec.recorded_on or "-"}
         for site, profile in profiles.items():
-            row[site] = predict(c, profile).cpu_efficiency_per_core
+            row[site] = predict(rec.compiled, profile).cpu_efficiency_per_core
         rows.append(row)
-    return pd.DataFrame(rows, columns=["analysis", *profiles])
+    return pd.DataFrame(rows, columns=["analysis", RECORDED_ON, *profiles])
 
 
 def _trust(profile: Profile, results: Path, data: Path) -> str:
@@ -308,7 +320,7 @@ def _trust(profile: Profile, results: Path, data: Path) -> str:
     fitted = (f"fitted on {q['points']} payload points (median error {q['median_abs_error']:.1%})"
               if q.get("median_abs_error") is not None else f"{profile.kind}, not fitted on "
               "payload points")  # fmt: skip
-    checks, _, _ = _checks(profile, results, data)
+    checks, _, _ = _checks(profile, RecordStore(results, profile.site).records(), data)
     if not checks:
         return f"{profile.site}: {fitted}; no replay or load point measured there to check it"
     s = summary(checks)
@@ -318,13 +330,14 @@ def _trust(profile: Profile, results: Path, data: Path) -> str:
 
 def grid(site: str, results: str | Path, data: str | Path, sites: Sequence[str] = ()) -> None:
     """The overview's grid: every recorded analysis's predicted CPU efficiency per core on
-    every site with a profile (this one marked), with how far each column is trusted."""
-    frame = sites_grid(results, data, sites)
-    if frame.empty or len(frame.columns) < 2:
+    every site with a profile (this one marked), with how far each column is trusted and
+    which recording each row was predicted from."""
+    profiles = _site_profiles(Path(results), sites)
+    frame = _grid_frame(recordings(Path(data), list(profiles)), profiles)
+    if frame.empty or not profiles:
         what = "no recorded trace" if frame.empty else "no site has a profile"
         show.note(f"No analyses-by-sites prediction: {what} under {results} and {data}.")
         return
-    profiles = _site_profiles(Path(results), list(frame.columns[1:]))
     names = {s: f"{s} ({profiles[s].protocol(None)[0]})" + (" (this site)" if s == site else "")
              for s in profiles}  # fmt: skip
     frame = frame.rename(columns=names)
@@ -334,5 +347,9 @@ def grid(site: str, results: str | Path, data: str | Path, sites: Sequence[str] 
                "`instore predict --all`), over the site's default protocol. "
                "The What-if page has this site's curves and its measured points.",
                percent=tuple(names.values()))  # fmt: skip
-    show.note("How far each column is trusted: " + "; ".join(
-        _trust(p, Path(results), Path(data)) for p in profiles.values()) + ".")  # fmt: skip
+    show.note("Each row is predicted on every site from one recording of the analysis (its "
+              f"\"{RECORDED_ON}\" column: the first of these sites that recorded it, else the "
+              "first by name): the job's CPU and think times as that recording measured them, "
+              "its reads served by each site's profile. How far each column is trusted: "
+              + "; ".join(_trust(p, Path(results), Path(data)) for p in profiles.values())
+              + ".")  # fmt: skip
