@@ -10,12 +10,17 @@ container (podman): the same ``instore read`` run three ways, alternating, ``--r
   before that fix; ``INSTORE_FORK_SHARED_PAGES=1``).
 
 Per way: the medians of the job's measured wall, its CPU (user + system), the minor page faults
-in its clock, and its launch. Ratios are forked over cold medians. Target: every RNTuple point's
-forked wall within 5% of the cold one. The counts (bytes read, read calls, vector reads, events,
-bytes needed) must be equal for all three ways, or the benchmark stops.
+in its clock, and its launch. Ratios are forked over cold medians, each with its 95% bootstrap
+interval over the runs (``instore.summary.interval``, as the reports' ratios). Target: every
+RNTuple point's forked wall within 5% of the cold one: met where the interval lies within
+0.95-1.05, missed where it lies wholly outside, undecided otherwise (a job of a tenth of a second
+moves by 10-20% from run to run on this VM: ``--events`` makes the jobs longer, ``--runs`` the
+interval narrower). The counts (bytes read, read calls, vector reads, events, bytes needed) must
+be equal for all three ways, or the benchmark stops.
 
 Results go to bench/fork_bias_results.json with the machine (and its load average: the machine is
 shared) they ran on. Usage: python bench/fork_bias.py [--runs N] [--runtimes none podman]
+[--events N] [--points LABEL ...]
 """
 
 from __future__ import annotations
@@ -50,12 +55,33 @@ WAYS = ("exec", "fork", "fork_shared")
 TARGET = 0.05
 
 
-def files() -> Path:
-    if not (BUILD / "rntuple-r0.root").exists():
+def files(events: int) -> Path:
+    where = BUILD if events == EVENTS else BUILD / f"events-{events}"
+    if not (where / "rntuple-r0.root").exists():
         from instore.generate import generate_files
 
-        generate_files(BUILD, layouts=["ordered", "rntuple"], seed=3, n_events=EVENTS)
-    return BUILD
+        generate_files(where, layouts=["ordered", "rntuple"], seed=3, n_events=events)
+    return where
+
+
+def over_exec(point: dict, way: str, metric: str) -> dict:
+    """``way``'s median over the cold jobs' median, with its 95% bootstrap interval (each run
+    resampled as one measurement) and the verdict against the target."""
+    from instore.summary.interval import ratio_interval
+
+    r = ratio_interval([[v] for v in point[way][metric]["samples"]],
+                       [[v] for v in point["exec"][metric]["samples"]])  # fmt: skip
+    return {"value": r.value, "lo": r.lo, "hi": r.hi, "verdict": verdict(r.lo, r.hi)}
+
+
+def verdict(lo: float, hi: float) -> str:
+    """``within`` the target (the whole interval), ``beyond`` it (the whole interval), else
+    ``undecided``: the runs cannot tell."""
+    if lo >= 1 - TARGET and hi <= 1 + TARGET:
+        return "within"
+    if lo > 1 + TARGET or hi < 1 - TARGET:
+        return "beyond"
+    return "undecided"
 
 
 def _stats(values: list[float]) -> dict:
@@ -63,7 +89,7 @@ def _stats(values: list[float]) -> dict:
             "samples": values}  # fmt: skip
 
 
-def bench_runtime(runtime: str, runs: int, data: Path) -> dict:
+def bench_runtime(runtime: str, runs: int, data: Path, points: list[str]) -> dict:
     from instore.container import image, warm
     from instore.container.measure import run_contained
     from instore.container.runtime import Access, Bind, Runtime, Target
@@ -76,7 +102,8 @@ def bench_runtime(runtime: str, runs: int, data: Path) -> dict:
     payloads = {e: warm.WarmPayload.start(target, access, e) for e in ("root", "uproot")}
     out: dict = {"warm_payload_pages": {e: p.info.get("pages") for e, p in payloads.items()}}
     try:
-        for label, (name, *options) in POINTS.items():
+        for label in points:
+            name, *options = POINTS[label]
             argv = ["instore", "read", str(data / name), *options]
             payload = payloads[options[options.index("--engine") + 1]]
             records: dict[str, list] = {way: [] for way in WAYS}
@@ -109,9 +136,14 @@ def bench_runtime(runtime: str, runs: int, data: Path) -> dict:
                     m: point[way][m]["median"] / point["exec"][m]["median"]
                     for m in ("wall_s", "cpu_s", "minor_faults")
                 }
+                point[f"{way}_over_exec_interval"] = {
+                    m: over_exec(point, way, m) for m in ("wall_s", "cpu_s")
+                }
             out[label] = point
-            print(f"{runtime} {label}: wall fork/exec {point['fork_over_exec']['wall_s']:.3f}, "
-                  f"shared/exec {point['fork_shared_over_exec']['wall_s']:.3f}", flush=True)  # fmt: skip
+            wall = point["fork_over_exec_interval"]["wall_s"]
+            print(f"{runtime} {label}: wall fork/exec {wall['value']:.3f} [{wall['lo']:.3f}, "
+                  f"{wall['hi']:.3f}] ({wall['verdict']}), shared/exec "
+                  f"{point['fork_shared_over_exec']['wall_s']:.3f}", flush=True)  # fmt: skip
     finally:
         for payload in payloads.values():
             payload.close()
@@ -122,25 +154,42 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="runs per way and point (default 7)")
     parser.add_argument("--runtimes", nargs="+", default=["none", "podman"])
+    parser.add_argument(
+        "--events",
+        type=int,
+        default=EVENTS,
+        help=f"events per file (default {EVENTS}: 4.6 MB, jobs of 0.1-0.3 s)",
+    )
+    parser.add_argument(
+        "--points",
+        nargs="+",
+        default=list(POINTS),
+        choices=list(POINTS),
+        metavar="LABEL",
+        help="the points to run (default: all)",
+    )
+    parser.add_argument("--out", type=Path, default=OUT, help=f"results file (default {OUT})")
     args = parser.parse_args()
-    data = files()
-    results: dict = {"machine": machine(), "runs": args.runs, "events": EVENTS,
+    data = files(args.events)
+    results: dict = {"machine": machine(), "runs": args.runs, "events": args.events,
                      "target": TARGET}  # fmt: skip
     results["machine"]["load_before"] = list(os.getloadavg())
     started = time.time()
-    results["runtimes"] = {rt: bench_runtime(rt, args.runs, data) for rt in args.runtimes}
+    results["runtimes"] = {rt: bench_runtime(rt, args.runs, data, args.points)
+                           for rt in args.runtimes}  # fmt: skip
     results["machine"]["load_after"] = list(os.getloadavg())
     results["when"] = dt.datetime.fromtimestamp(started, dt.UTC).isoformat(timespec="seconds")
     results["duration_s"] = time.time() - started
-    rntuple = [p["fork_over_exec"]["wall_s"] for r in results["runtimes"].values()
-               for label, p in r.items() if label.startswith("RNTuple")]  # fmt: skip
-    results["met"] = all(abs(x - 1) <= TARGET for x in rntuple)
-    OUT.write_text(json.dumps(results, indent=2) + "\n")
-    print(
-        f"RNTuple forked/cold wall: {[round(x, 3) for x in rntuple]} "
-        f"({'meets' if results['met'] else 'misses'} the {TARGET:.0%} target)"
-    )
-    print(f"written to {OUT}")
+    verdicts = [p["fork_over_exec_interval"]["wall_s"]["verdict"]
+                for r in results["runtimes"].values() for label, p in r.items()
+                if label.startswith("RNTuple")]  # fmt: skip
+    # met: every RNTuple point within; missed: one beyond; None: the runs cannot tell
+    results["met"] = (False if "beyond" in verdicts else
+                      True if verdicts and set(verdicts) == {"within"} else None)  # fmt: skip
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    said = {True: "meets", False: "misses", None: "cannot tell (intervals too wide)"}
+    print(f"RNTuple forked/cold wall: {verdicts}: {said[results['met']]} the {TARGET:.0%} target")
+    print(f"written to {args.out}")
 
 
 if __name__ == "__main__":

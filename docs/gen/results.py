@@ -412,8 +412,8 @@ def fork_bias() -> str:
             rows.append([
                 "host" if runtime == "none" else runtime, label,
                 f"{1000 * p['exec']['wall_s']['median']:.0f} ms",
-                f"{1000 * p['fork']['wall_s']['median']:.0f} ms "
-                f"({p['fork_over_exec']['wall_s']:.2f}x)",
+                f"{1000 * p['fork']['wall_s']['median']:.0f} ms",
+                _over_exec(p["fork_over_exec_interval"]["wall_s"]),
                 f"{1000 * p['fork_shared']['wall_s']['median']:.0f} ms "
                 f"({p['fork_shared_over_exec']['wall_s']:.2f}x)",
                 f"{p['exec']['minor_faults']['median']:,.0f} / "
@@ -422,22 +422,28 @@ def fork_bias() -> str:
                 f"{1000 * p['fork']['launch_s']['median']:.0f} ms "
                 f"({1000 * p['fork_shared']['launch_s']['median']:.0f} ms)",
             ])  # fmt: skip
-    out += table(["runtime", "point", "cold wall", "forked wall", "shared-pages wall",
-                  "page faults (cold / forked / shared)", "forked launch (shared)"],
-                 rows)  # fmt: skip
+    out += table(["runtime", "point", "cold wall", "forked wall", "forked / cold [95%]",
+                  "shared-pages wall", "page faults (cold / forked / shared)",
+                  "forked launch (shared)"], rows)  # fmt: skip
     points = [p for r in d["runtimes"].values() for k, p in r.items() if k != "warm_payload_pages"]
     faults = {way: [p[f"{way}_over_exec"]["minor_faults"] for p in points]
               for way in ("fork", "fork_shared")}  # fmt: skip
-    walls = [p["fork_over_exec"]["wall_s"] for r in d["runtimes"].values()
-             for k, p in r.items() if k.startswith("RNTuple")]  # fmt: skip
+    said = {
+        True: "meets the target: every interval lies within it",
+        False: "misses the target: an interval lies wholly outside it",
+        None: "cannot tell: an interval reaches both inside and outside it",
+    }
     out += (f"Page faults in the clock, forked over cold: {min(faults['fork']):.2f}-"
             f"{max(faults['fork']):.2f}x with the pages made private, "
             f"{min(faults['fork_shared']):.2f}-{max(faults['fork_shared']):.2f}x with them "
-            f"shared. Forked RNTuple walls over cold: {min(walls):.2f}-{max(walls):.2f}x, which "
-            f"{'meets' if d['met'] else 'misses'} the {d['target']:.0%} target in this run "
-            "(on a shared machine, medians of reads this short move by more than that from run "
-            "to run; the page faults do not).\n\n")  # fmt: skip
+            f"shared. Forked RNTuple walls over cold, {d['runs']} runs a side: this run "
+            f"{said[d['met']]} ({d['target']:.0%}; the interval: the 95% bootstrap interval "
+            "of the ratio of medians, as the reports' ratios).\n\n")  # fmt: skip
     return out
+
+
+def _over_exec(r: dict) -> str:
+    return f"{r['value']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}] ({r['verdict']})"
 
 
 def results_page() -> str:

@@ -18,6 +18,9 @@ from pathlib import Path
 
 MADV_POPULATE_READ, MADV_POPULATE_WRITE = 22, 23  # Linux 5.14
 PAGE = os.sysconf("SC_PAGE_SIZE")
+# pagemap entries read at once: 64 KiB, under glibc's default mmap threshold (128 KiB), so the
+# scan never frees a mapped chunk, which raises the threshold for every later allocation
+CHUNK_PAGES = 8192
 
 
 @dataclass(frozen=True)
@@ -50,13 +53,28 @@ def resident_pages() -> list[Pages]:
         for start, end, perms, name in _mappings():
             if perms[0] != "r" or perms[3] != "p" or name in ("[vvar]", "[vdso]", "[vsyscall]"):
                 continue  # inaccessible, shared, or the kernel's
-            pagemap.seek(start // PAGE * 8)
-            entries = np.frombuffer(pagemap.read((end - start) // PAGE * 8), dtype=np.uint64)
-            present = np.concatenate(([0], (entries >> np.uint64(63)).astype(np.int8), [0]))
-            edges = np.flatnonzero(np.diff(present))
-            for a, b in zip(edges[::2], edges[1::2], strict=True):
-                runs.append(Pages(start + int(a) * PAGE, int(b - a) * PAGE, perms[1] == "w", perms))
+            mine: list[Pages] = []
+            for first in range(start, end, CHUNK_PAGES * PAGE):
+                last = min(end, first + CHUNK_PAGES * PAGE)
+                pagemap.seek(first // PAGE * 8)
+                entries = np.frombuffer(pagemap.read((last - first) // PAGE * 8), dtype=np.uint64)
+                present = np.concatenate(([0], (entries >> np.uint64(63)).astype(np.int8), [0]))
+                edges = np.flatnonzero(np.diff(present))
+                for a, b in zip(edges[::2], edges[1::2], strict=True):
+                    _add(mine, Pages(first + int(a) * PAGE, int(b - a) * PAGE, perms[1] == "w",
+                                     perms))  # fmt: skip
+            runs += mine
     return runs
+
+
+def _add(runs: list[Pages], run: Pages) -> None:
+    """``run`` after the runs of its mapping, joined to the last where they touch (a chunk of
+    the scan cuts a run in two)."""
+    if runs and runs[-1].start + runs[-1].length == run.start:
+        last = runs[-1]
+        runs[-1] = Pages(last.start, last.length + run.length, last.writable, last.perms)
+    else:
+        runs.append(run)
 
 
 def make_private(runs: Sequence[Pages]) -> int:
