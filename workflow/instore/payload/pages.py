@@ -6,6 +6,11 @@ written its own memory and run its libraries before its clock; a forked job woul
 them inside it, on first touch (2.4-3.4 times a cold job's minor faults on a small RNTuple read,
 and tens of ms). The parent lists the pages it has once (``resident_pages``); each forked read
 makes them its own before its clock (``make_private``).
+
+The listing itself must leave the parent's allocator as a cold start has it: glibc raises its
+mmap and trim thresholds to the size of any mapped chunk freed, and a child inherits them, so a
+scan that freed multi-MiB buffers had every forked job reuse heap pages where a cold job maps
+fresh ones (half a cold job's faults, and 26% less wall, on a 44 MB RNTuple read with uproot).
 """
 
 from __future__ import annotations
