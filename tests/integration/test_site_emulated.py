@@ -124,7 +124,15 @@ def test_rtt_within_20_percent_of_profile_or_host_jitter(site: EmulatedLive) -> 
         # median of 60 to 0.202 ms (the CI of bf2993b), so the host's jitter is allowed twice
         assert rtt < 2 * RTT_JITTER_MS
     else:
-        assert abs(rtt - target) <= max(0.20 * target, RTT_JITTER_MS)
+        # the delayer runs in user space: a host busy with the background builds once held
+        # every packet of 60 connects (median 2.448 ms against 0.5, the CI of 806c03b), so a
+        # median off the target is measured again, up to twice, a second apart
+        allowed = max(0.20 * target, RTT_JITTER_MS)
+        tries = [rtt]
+        while abs(tries[-1] - target) > allowed and len(tries) < 3:
+            time.sleep(1)
+            tries.append(measure_rtt_ms(site.names.storage_ip, 1094, samples=60))
+        assert abs(tries[-1] - target) <= allowed, tries
 
 
 def test_iops_limit_caps_random_reads_within_15_percent(site: EmulatedLive) -> None:
