@@ -36,7 +36,7 @@ def direct(name: str) -> list[str]:
 def closure(roots: list[str], installed: dict[str, md.Distribution]) -> set[str]:
     """Every installed distribution ``roots`` pull in, following the extras they ask for."""
     seen: set[tuple[str, frozenset[str]]] = set()
-    todo = [(norm(r), frozenset(Requirement(r).extras)) for r in roots]
+    todo = [(norm(Requirement(r).name), frozenset(Requirement(r).extras)) for r in roots]
     while todo:
         name, extras = todo.pop()
         if (name, extras) in seen:

@@ -32,6 +32,7 @@ def test_build_hands_base_and_force_to_the_builder_and_prints_its_record(monkeyp
 
 def test_status_says_a_package_edit_needs_a_rebuild(tmp_path, monkeypatch, capsys):
     for name, text in {"containers/Containerfile": "FROM base\n", "envs/requirements.lock": "",
+                       "envs/requirements-bootstrap.lock": "",
                        "pyproject.toml": "[project]\n", "workflow/instore/a.py": ""}.items():  # fmt: skip
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from instore.errors import InstoreError
 def project(tmp_path: Path) -> Project:
     files = {
         "containers/Containerfile": "FROM base\n",
+        "envs/requirements-bootstrap.lock": "uv==0.13.9\n",
         "envs/requirements.lock": "root==0.1a12\n",
         "pyproject.toml": "[project]\nname='instore'\n\n[tool.ruff]\nline-length = 100\n",
         "README.md": "readme\n",
@@ -59,6 +61,7 @@ def test_context_holds_recipe_lock_and_package_but_no_byproducts(project):
     assert sorted(hashing.context(project)) == [
         "README.md",
         "containers/Containerfile",
+        "envs/requirements-bootstrap.lock",
         "envs/requirements.lock",
         "pyproject.toml",
         "workflow/instore/__init__.py",
@@ -70,7 +73,12 @@ def test_context_holds_recipe_lock_and_package_but_no_byproducts(project):
 
 @pytest.mark.parametrize(
     "changed",
-    ["containers/Containerfile", "envs/requirements.lock", "workflow/instore/cpp/payload.cxx"],
+    [
+        "containers/Containerfile",
+        "envs/requirements-bootstrap.lock",
+        "envs/requirements.lock",
+        "workflow/instore/cpp/payload.cxx",
+    ],
 )
 def test_hash_changes_with_recipe_lock_or_package(project, changed):
     before = current_hash(project)
@@ -194,6 +202,28 @@ def test_build_args_mount_the_ca_bundle_read_only(project, tmp_path, monkeypatch
     assert f"PIP_CERT={image.CA_IN_BUILD}" in args
     assert "--network=host" in args and "--pull=never" in args
     assert args[-1] == str(project.build_dir / "context")
+
+
+def test_build_args_mount_the_hosts_uv_cache_where_the_recipe_looks(project, tmp_path, monkeypatch):
+    cache = tmp_path / "uv-cache"
+    monkeypatch.setenv("UV_CACHE_DIR", str(cache))
+    base, tag = "localhost/instore-base:x", "localhost/instore-payload:y"
+    assert f"{cache}:{image.UV_CACHE_IN_BUILD}" not in image.build_args(project, base, tag, False)
+    cache.mkdir()
+    assert f"{cache}:{image.UV_CACHE_IN_BUILD}" in image.build_args(project, base, tag, False)
+    recipe = Path(image.__file__).resolve().parents[3] / "containers" / "Containerfile"
+    assert image.UV_CACHE_IN_BUILD in recipe.read_text()
+
+
+def test_no_step_of_the_recipe_removes_the_mounted_uv_cache():
+    """Regression: mounted at /root/.cache/uv, the host's uv cache was emptied by the recipe's
+    `rm -rf /root/.cache` (the mount is in every RUN step of a build)."""
+    recipe = Path(image.__file__).resolve().parents[3] / "containers" / "Containerfile"
+    removed = re.findall(r"rm -rf ([^&\\\n]+)", recipe.read_text())
+    paths = [p for args in removed for p in args.split()]
+    assert paths, "the recipe removes nothing: this test no longer checks anything"
+    inside = [p for p in paths if (image.UV_CACHE_IN_BUILD + "/").startswith(p.rstrip("*/") + "/")]
+    assert not inside, inside
 
 
 def test_a_user_whose_environment_names_no_ca_bundle_gets_the_systems(tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 ENVS = Path(__file__).resolve().parents[2] / "envs"
@@ -35,9 +36,13 @@ def _lock(name: str = "requirements") -> dict[str, str]:
     return pins
 
 
-def _direct(name: str = "requirements") -> set[str]:
+def _requirements(name: str = "requirements") -> list[Requirement]:
     lines = (ENVS / f"{name}.in").read_text().splitlines()
-    return {_norm(line.split("#")[0].strip()) for line in lines if line.split("#")[0].strip()}
+    return [Requirement(ln.split("#")[0].strip()) for ln in lines if ln.split("#")[0].strip()]
+
+
+def _direct(name: str = "requirements") -> set[str]:
+    return {_norm(req.name) for req in _requirements(name)}
 
 
 def _conda() -> dict[str, str]:
@@ -58,6 +63,24 @@ def _conda() -> dict[str, str]:
 @pytest.mark.parametrize("name", SETS)
 def test_every_direct_dependency_is_pinned_in_its_lock(name: str) -> None:
     assert _direct(name) <= set(_lock(name)), _direct(name) - set(_lock(name))
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_every_pin_is_within_its_direct_dependencys_bounds(name: str) -> None:
+    pins = _lock(name)
+    outside = [
+        f"{req} (lock: {pins[_norm(req.name)]})"
+        for req in _requirements(name)
+        if req.specifier and pins[_norm(req.name)] not in req.specifier
+    ]
+    assert not outside, outside
+
+
+def test_nbformat_does_not_build_a_grammar_on_import() -> None:
+    """jsonschema 4.25 added rfc3987-syntax to the extra jupyter-events asks for; its import
+    builds a Lark grammar (1.9 s here) in every process that imports nbformat: each notebook a
+    study executes and each page it renders."""
+    assert "rfc3987-syntax" not in {pkg for name in SETS for pkg in _lock(name)}
 
 
 def test_no_package_is_pinned_in_two_locks() -> None:

@@ -44,6 +44,7 @@ def context_files(project: Project) -> dict[str, Path]:
     their path in the build context: an edit to any of them can change the image."""
     files = {
         "containers/Containerfile": project.containerfile,
+        "envs/requirements-bootstrap.lock": project.root / "envs" / "requirements-bootstrap.lock",
         "envs/requirements.lock": project.root / "envs" / "requirements.lock",
     }
     package = project.root / "workflow" / "instore"

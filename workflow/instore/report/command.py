@@ -13,10 +13,10 @@ from typing import Any
 
 from instore.configfile import REPO_ROOT
 from instore.report.execute import execute, render
-from instore.report.lab import EXPLORER, run_lab
-from instore.report.pages import write_index
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
+# `instore report render` runs once per page of a study: it imports nbconvert only, not the
+# pages' pandas (index) nor the lab's Jupyter (about a second each run, imported when used).
 
 
 def parameter(text: str) -> tuple[str, Any]:
@@ -59,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "lab", help="JupyterLab on notebooks/explore.ipynb, on 127.0.0.1 with a token"
     )
     lab.add_argument("--port", type=int, default=8888)
-    lab.set_defaults(func=lambda args: run_lab(EXPLORER, args.port))
+    lab.set_defaults(func=_lab)
 
 
 def _execute(args: argparse.Namespace) -> int:
@@ -74,7 +74,15 @@ def _render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lab(args: argparse.Namespace) -> int:
+    from instore.report.lab import EXPLORER, run_lab
+
+    return run_lab(EXPLORER, args.port)
+
+
 def _index(args: argparse.Namespace) -> int:
+    from instore.report.pages import write_index
+
     sites = [s for s in args.sites.split(",") if s]
     out = write_index(args.results, args.reports, sites)
     print(f"instore report: index -> {out}")

@@ -297,8 +297,15 @@ RECORDED_ON = "recorded on"
 def sites_grid(results: str | Path, data: str | Path, sites: Sequence[str]) -> pd.DataFrame:
     """Analyses by sites: each recorded analysis's predicted CPU efficiency per core on each
     site with a profile (its default protocol), and the site its recording was made on."""
-    profiles = _site_profiles(Path(results), sites)
-    return _grid_frame(recordings(Path(data), list(profiles)), profiles)
+    return _sites_grid(Path(results), Path(data), sites)[0]
+
+
+def _sites_grid(
+    results: Path, data: Path, sites: Sequence[str]
+) -> tuple[pd.DataFrame, dict[str, Profile]]:
+    """``sites_grid``'s table and the profiles its columns are: the overview names them."""
+    profiles = _site_profiles(results, sites)
+    return _grid_frame(recordings(data, list(profiles)), profiles), profiles
 
 
 def _grid_frame(found: dict[str, Recorded], profiles: dict[str, Profile]) -> pd.DataFrame:
@@ -332,8 +339,7 @@ def grid(site: str, results: str | Path, data: str | Path, sites: Sequence[str] 
     """The overview's grid: every recorded analysis's predicted CPU efficiency per core on
     every site with a profile (this one marked), with how far each column is trusted and
     which recording each row was predicted from."""
-    profiles = _site_profiles(Path(results), sites)
-    frame = _grid_frame(recordings(Path(data), list(profiles)), profiles)
+    frame, profiles = _sites_grid(Path(results), Path(data), sites)
     if frame.empty or not profiles:
         what = "no recorded trace" if frame.empty else "no site has a profile"
         show.note(f"No analyses-by-sites prediction: {what} under {results} and {data}.")

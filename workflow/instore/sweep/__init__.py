@@ -1,8 +1,5 @@
-"""Sweeps: a section's grid of points measured on a site, jobs placed on Dask workers."""
+"""Sweeps: a section's grid of points measured on a site, jobs placed on Dask workers.
 
-from instore.sweep.cluster import ClusterSpec
-from instore.sweep.options import SweepOptions, SweepSummary
-from instore.sweep.runner import run_site
-from instore.sweep.store import RecordStore
-
-__all__ = ["ClusterSpec", "RecordStore", "SweepOptions", "SweepSummary", "run_site"]
+Import the module you need (``instore.sweep.runner``, ``instore.sweep.store`` ...): this
+package imports nothing itself, so a report that reads records through ``store`` does not load
+Dask, the payloads and the engines on the way."""
