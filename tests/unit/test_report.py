@@ -67,6 +67,37 @@ def test_failing_notebook_fails_with_the_cells_error(results: Path, tmp_path: Pa
                  "-p", "site=nosuch", "-p", f"results={results}", "-p", "section=cache"]) == 2  # fmt: skip
 
 
+def _notebook(path: Path, code: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(code)]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(nb, path)
+    return path
+
+
+def test_a_kernel_that_stops_answering_is_replaced_once(tmp_path: Path, caplog) -> None:
+    """Regression: the CI of d0c26b7 hung 9 minutes in the explorer notebook, its kernel and
+    papermill both idle (ipython/ipykernel#1554): a cell with no reply now times out, and the
+    notebook is run again in a new kernel."""
+    marker = tmp_path / "first-attempt"
+    code = (f"import pathlib, time\nm = pathlib.Path({str(marker)!r})\n"
+            "if not m.exists():\n    m.touch()\n    time.sleep(60)\nprint('done')")  # fmt: skip
+    executed = execute(_notebook(tmp_path / "slow.ipynb", code), tmp_path / "out.ipynb", {},
+                       cell_timeout_s=2)  # fmt: skip
+    assert "done" in str(nbformat.read(executed, as_version=4).cells[0].outputs)
+    assert "executing it again in a new kernel" in caplog.text
+
+
+def test_a_cell_slow_in_every_kernel_is_one_line_naming_the_timeout(tmp_path: Path) -> None:
+    notebook = _notebook(tmp_path / "slow.ipynb", "import time\ntime.sleep(60)")
+    with pytest.raises(InstoreError, match=r"slow.ipynb: a cell did not finish within 2 s in 2 "):
+        execute(notebook, tmp_path / "out.ipynb", {}, cell_timeout_s=2)
+
+
 def test_index_links_sites_with_conditions_and_provenance(results: Path, tmp_path: Path) -> None:
     (tmp_path / "compare.html").write_text("<html></html>")
     page = write_index(results, tmp_path, list(SITES)).read_text()
