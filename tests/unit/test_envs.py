@@ -76,13 +76,6 @@ def test_every_pin_is_within_its_direct_dependencys_bounds(name: str) -> None:
     assert not outside, outside
 
 
-def test_nbformat_does_not_build_a_grammar_on_import() -> None:
-    """jsonschema 4.25 added rfc3987-syntax to the extra jupyter-events asks for; its import
-    builds a Lark grammar (1.9 s here) in every process that imports nbformat: each notebook a
-    study executes and each page it renders."""
-    assert "rfc3987-syntax" not in {pkg for name in SETS for pkg in _lock(name)}
-
-
 def test_no_package_is_pinned_in_two_locks() -> None:
     seen: dict[str, str] = {}
     for name in SETS:
