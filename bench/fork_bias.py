@@ -13,15 +13,15 @@ Per way: the medians of the job's measured wall, its CPU (user + system), the mi
 in its clock, and its launch. The CPU and page-fault ratios are forked over cold medians. The
 wall's is taken from the runs in pairs: the ways alternate within a run, so each run's forked
 wall is divided by the same run's cold wall, and the figure is the median of these ratios with
-its 95% bootstrap interval (``instore.summary.interval``). The VM's CPU speed drifts by tens of percent over
-minutes; a pair, run a second apart, shares the drift, which two independent sets of runs do
-not (resampled independently, the intervals of the run of 2026-11-27 were 1.0 to 3.3 times as
-wide). ``--reanalyse`` recomputes the intervals of a results file from its samples. Target: every
-RNTuple point's forked wall within 5% of the cold one: met where the interval lies within
-0.95-1.05, missed where it lies wholly outside, undecided otherwise (a job of a tenth of a second
-moves by 10-20% from run to run on this VM: ``--events`` makes the jobs longer, ``--runs`` the
-interval narrower). The counts (bytes read, read calls, vector reads, events, bytes needed) must
-be equal for all three ways, or the benchmark stops.
+its 95% bootstrap interval (``instore.summary.interval``). The VM's CPU speed drifts by tens of
+percent over minutes; a pair, run a second apart, shares the drift, which two independent sets
+of runs do not (resampled independently, the intervals of the run of 2026-11-27 were 1.0 to 3.3
+times as wide). ``--reanalyse`` recomputes the intervals of a results file from its samples.
+Target: every RNTuple point's forked wall within 5% of the cold one: met where the interval lies
+within 0.95-1.05, missed where it lies wholly outside, undecided otherwise (a job of a tenth of a
+second moves by 10-20% from run to run on this VM: ``--events`` makes the jobs longer, ``--runs``
+the interval narrower). The counts (bytes read, read calls, vector reads, events, bytes needed)
+must be equal for all three ways, or the benchmark stops.
 
 Results go to bench/fork_bias_results.json with the machine (and its load average: the machine is
 shared) they ran on. Usage: python bench/fork_bias.py [--runs N] [--runtimes none podman]
@@ -111,7 +111,8 @@ def bench_runtime(runtime: str, runs: int, data: Path, points: list[str]) -> dic
 
     target = Target(Runtime.NONE) if runtime == "none" else image.target_for(Runtime(runtime))
     # on the host, jobs import this checkout's instore (a shared venv may hold another's)
-    env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if runtime == "none" and "PYTHONPATH" in os.environ else {}  # fmt: skip
+    host_path = runtime == "none" and "PYTHONPATH" in os.environ
+    env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if host_path else {}
     access = Access((Bind(data),), env=env)
     payloads = {e: warm.WarmPayload.start(target, access, e) for e in ("root", "uproot")}
     out: dict = {"warm_payload_pages": {e: p.info.get("pages") for e, p in payloads.items()}}

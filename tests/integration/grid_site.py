@@ -198,7 +198,24 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _answers(port: int, proc: subprocess.Popen[bytes], deadline_s: float = 15.0) -> bool:
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports: each socket stays bound until all are chosen."""
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+# A start under load (CI builds Apptainer and the SIF beside the tests) can take tens of
+# seconds; seen once on 2026-11-28: a GSI server not answering within 15 s beside the SIF build.
+START_S = 60.0
+
+
+def _answers(port: int, proc: subprocess.Popen[bytes], deadline_s: float = START_S) -> bool:
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         if proc.poll() is not None:
@@ -253,7 +270,7 @@ def xrootd_server(
     for d in (data, run, cache):
         d.mkdir()
         shutil.chown(d, "xrootd")
-    port, http_port = free_port(), free_port()
+    port, http_port = free_ports(2)
     conf = root / "xrootd.cfg"
     conf.write_text(f"xrd.port {port}\nall.export /\noss.localroot {data}\nall.adminpath {run}\n"
                     f"all.pidpath {run}\n{'xrootd.chksum adler32' if chksum else ''}\n"
@@ -268,8 +285,12 @@ def xrootd_server(
                                 start_new_session=True)  # fmt: skip
     try:
         if not _answers(port, proc):
-            said = log.read_text()[-2000:] if log.exists() else launch.read_text()[-2000:]
-            pytest.fail(f"xrootd did not start: {said}")
+            state = "running" if proc.poll() is None else f"exited with {proc.returncode}"
+            said = [f.read_text()[-2000:] for f in (log, launch) if f.exists()]
+            pytest.fail(
+                f"xrootd did not answer on port {port} within {START_S:g} s ({state}): "
+                f"{' | '.join(said)}"
+            )
         yield Server(port, http_port, data)
     finally:
         stop(proc)

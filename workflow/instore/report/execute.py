@@ -58,17 +58,16 @@ def execute(
                 f"see the executed notebook {out}",
             ) from err
         except TimeoutError as err:  # nbclient's CellTimeoutError: no reply from the kernel
-            if attempt == ATTEMPTS:
-                raise InstoreError(
-                    f"{name}: a cell did not finish within {cell_timeout_s:g} s in "
-                    f"{ATTEMPTS} kernels",
-                    f"see the executed notebook {out}; run it in JupyterLab (make lab) to see "
-                    "which cell is slow",
-                ) from err
-            log.warning("%s: a cell did not finish within %g s (a kernel that stopped "
-                        "answering: ipython/ipykernel#1554); executing it again in a new "
-                        "kernel", name, cell_timeout_s)  # fmt: skip
-    return out
+            timed_out = err
+            if attempt < ATTEMPTS:
+                log.warning("%s: a cell did not finish within %g s (a kernel that stopped "
+                            "answering: ipython/ipykernel#1554); executing it again in a new "
+                            "kernel", name, cell_timeout_s)  # fmt: skip
+    raise InstoreError(
+        f"{name}: a cell did not finish within {cell_timeout_s:g} s in {ATTEMPTS} kernels",
+        f"see the executed notebook {out}; run it in JupyterLab (make lab) to see which cell "
+        "is slow",
+    ) from timed_out
 
 
 def render(executed: Path, out: Path) -> Path:
