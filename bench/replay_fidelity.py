@@ -181,9 +181,12 @@ def measure(site: str, protocol: str, name: str, trace: Path, spec: dict, tree: 
     return row
 
 
-def model(site: str, protocol: str, trace: Path, profiles: Path) -> dict:
+def model(site: str, protocol: str, trace: Path, profiles: Path, row: dict) -> dict:
     """The model's prediction of the real job from its trace and the site's profile, or why
-    there is none (``model_error``)."""
+    there is none (``model_error``); and beside it, as a diagnostic, the model given the CPU
+    the real runs spent (``model_at_runs_cpu_wall_s``: the worker's CPU ``runs_cpu_speed``
+    times as fast as the recording's, their median CPU against the recorded): what is left
+    between it and the real wall is the storage's part of the error."""
     from instore.errors import InstoreError
     from instore.predict.profile import profile_path, read_profile, site_profile
     from instore.predict.validate import predict_job
@@ -193,7 +196,11 @@ def model(site: str, protocol: str, trace: Path, profiles: Path) -> dict:
     try:
         profile = site_profile(profiles, base).with_changes(**changes)
         here = profile_path(profiles, RECORDED_ON)
-        return predict_job(trace, profile, protocol, read_profile(here) if here.is_file() else None)
+        recorded_on = read_profile(here) if here.is_file() else None
+        out = predict_job(trace, profile, protocol, recorded_on)
+        speed = row["recorded_cpu_s"] / statistics.median(row["real_cpu_s"])
+        at_runs = predict_job(trace, profile, protocol, recorded_on, cpu_speed=speed)
+        return out | {"runs_cpu_speed": speed, "model_at_runs_cpu_wall_s": at_runs["model_wall_s"]}
     except InstoreError as err:
         return {"model_error": f"{err} ({err.fix})"}
 
@@ -248,7 +255,7 @@ def measure_site(
                     if protocol == "xcache" and name == next(iter(traces)):
                         warm_cache(site, spec, Path(files[0]), tree)
                     row = measure(site, protocol, name, dirs[name], spec, tree, args.runs)
-                    row |= model(site, protocol, dirs[name], args.profiles)
+                    row |= model(site, protocol, dirs[name], args.profiles, row)
                     said = (f"model {row['model_wall_s']:.2f} s ("
                             f"{row['model_wall_s'] / row['real_median_s']:.3f} of real)"
                             if "model_wall_s" in row else row["model_error"])  # fmt: skip
@@ -277,7 +284,7 @@ def model_only(profiles: Path, out: Path) -> None:
         if not (trace / "trace.json").is_file():
             r["model_error"] = f"its trace {trace} is gone (a temporary recording)"
             continue
-        r |= model(r["site"], r["protocol"], trace, profiles)
+        r |= model(r["site"], r["protocol"], trace, profiles, r)
     out.write_text(json.dumps(kept, indent=1) + "\n")
     print(f"written {out}")
 

@@ -297,6 +297,27 @@ def test_jobs_beyond_the_cores_stretch_think_time(tmp_path: Path) -> None:
     assert four.breakdown["think"] == pytest.approx(2 * alone.breakdown["think"], rel=0.01)
 
 
+def test_a_faster_cpu_divides_think_time_and_cpu_and_leaves_the_io(tmp_path: Path) -> None:
+    c = compile_trace(load_trace(write_trace(tmp_path, small_reads(50), think=0.02)))
+    p = profile(rtt_ms=Param(10.0, "given"))
+    same, fast = predict(c, p), predict(c, p, Scenario(cpu_speed=2.0))
+    assert fast.breakdown["think"] == pytest.approx(same.breakdown["think"] / 2, rel=1e-9)
+    assert io_time(fast) == pytest.approx(io_time(same), rel=1e-9)
+    assert fast.cpu_s == pytest.approx(same.cpu_s / 2, rel=1e-9)
+    assert fast.cpu_efficiency_per_core < same.cpu_efficiency_per_core <= 1.0
+    # a slower CPU (0.5) with 4 jobs on 2 cores: the two stretches multiply
+    both = predict(c, p, Scenario(cpu_speed=0.5, jobs_per_node=4))
+    assert both.breakdown["think"] == pytest.approx(4 * same.breakdown["think"], rel=1e-9)
+
+
+@pytest.mark.parametrize("speed", [0.0, -1.0, float("nan")])
+def test_a_cpu_speed_that_is_no_speed_is_one_line(tmp_path: Path, speed: float) -> None:
+    c = compile_trace(load_trace(write_trace(tmp_path, small_reads(5))))
+    with pytest.raises(InstoreError, match=r"--cpu-speed .*: not a speed") as err:
+        predict(c, profile(), Scenario(cpu_speed=speed))
+    assert "above 0" in err.value.fix
+
+
 def test_client_cpu_of_this_site_replaces_the_recordings(tmp_path: Path) -> None:
     c = compile_trace(load_trace(write_trace(tmp_path, small_reads(100))))
     lan = profile(client_cpu_request_us=Param(100.0, "given"))

@@ -44,6 +44,9 @@ def register(subparsers: Any) -> None:
     w.add_argument("--clients", type=int, default=1, help="jobs reading the site at once")
     w.add_argument("--jobs-per-node", type=int,
                    help="jobs sharing a node's cores (their think time stretches beyond them)")  # fmt: skip
+    w.add_argument("--cpu-speed", type=float,
+                   help="a worker whose CPU runs the job this many times as fast as the one it "
+                   "was recorded on (think time and CPU divided by it)")  # fmt: skip
     w.add_argument("--protocol", help="the access protocol (default: xrootd)")
     m = p.add_argument_group("modes").add_mutually_exclusive_group()
     m.add_argument("--fit", metavar="SITE",
@@ -96,12 +99,13 @@ def _one(args: argparse.Namespace) -> int:
     profile = site_profile(args.results, args.site)
     changes = _what_if(args)
     sc = Scenario(protocol=args.protocol, xcache=args.xcache, clients=args.clients,
-                  jobs_per_node=args.jobs_per_node,
+                  jobs_per_node=args.jobs_per_node, cpu_speed=args.cpu_speed,
                   recorded_on=_recorded_on(trace.meta, args.results))  # fmt: skip
     pred = predict(compile_trace(trace), profile.with_changes(**changes), sc)
     pred.what_if = {
         **changes,
         **({"jobs_per_node": args.jobs_per_node} if args.jobs_per_node else {}),
+        **({"cpu_speed": args.cpu_speed} if args.cpu_speed is not None else {}),
     }
     print(json.dumps(pred.as_dict(), indent=1) if args.json else _line(pred))
     return 0
@@ -133,7 +137,8 @@ def _all(args: argparse.Namespace) -> int:
         compiled = replace(compile_trace(trace), name=label)
         for profile in profiles:
             name, _ = profile.protocol(args.protocol)
-            sc = Scenario(protocol=name, clients=args.clients,
+            sc = Scenario(protocol=name, clients=args.clients, jobs_per_node=args.jobs_per_node,
+                          cpu_speed=args.cpu_speed,
                           recorded_on=_recorded_on(trace.meta, args.results))  # fmt: skip
             out.append(predict(compiled, profile.with_changes(**_what_if(args)), sc))
     if args.json:

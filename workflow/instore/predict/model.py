@@ -6,7 +6,8 @@ What it does, request by request (``Compiled`` prepares a trace once, ``predict`
   waits for (the replay's plan, ``instore.replay.streams``): the earlier request of its stream
   (closed loop), and, for a multi-threaded job, the requests of other streams it followed. The
   job's lead-in and tail are added as recorded. With ``jobs_per_node`` above the node's cores the
-  think time stretches as the jobs share them.
+  think time stretches as the jobs share them; with ``cpu_speed`` (a worker whose CPU runs the
+  job that many times as fast as the recording's) think time and CPU are divided by it.
 - **A request is a round trip plus its bytes.** A read (a vector read too, where the protocol
   sends it as one request) costs the RTT, the protocol's server time per request, the disk and
   the transfer; a protocol without vector reads sends one request per chunk, in turn. A FUSE
@@ -91,6 +92,10 @@ class Scenario:
     xcache: str | None = None
     clients: int = 1
     jobs_per_node: int | None = None
+    # the worker's CPU this many times as fast as the recording's for this job (None: as
+    # recorded): a newer node, or the same one in another hour (the fidelity bench's jobs
+    # spent 0.82 to 1.37 times their recording's CPU, bench/replay_fidelity.py)
+    cpu_speed: float | None = None
     recorded_on: Profile | None = None
     # a fixed-time point (the load section): the jobs replay the trace pass after pass, each
     # on its own copy, until this many seconds have passed; the prediction then counts the
@@ -172,9 +177,10 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
         block = int((cache.block_kb.value or 1024) * 1024)
         origin_server = (profile.protocols.get(XROOTD, proto).request_ms.value or 0.0) / 1000.0
     cores = max(1, profile.cores)
-    stretch = 1.0
+    speed = _cpu_speed(sc.cpu_speed)
+    stretch = 1.0 / speed
     if sc.jobs_per_node:
-        stretch = max(1.0, sc.jobs_per_node * compiled.threads / cores)
+        stretch *= max(1.0, sc.jobs_per_node * compiled.threads / cores)
     cpu_req = cpu_mb = 0.0
     if sc.recorded_on is not None:
         cpu_req = ((profile.client_cpu_request_us.value or 0.0)
@@ -336,7 +342,7 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
             mean[k] += v / clients
     mean["think"] += tail
     cpu = compiled.cpu_s if compiled.cpu_s is not None else compiled.think_s
-    cpu += cpu_req * compiled.reads + cpu_mb * compiled.bytes_read / MB
+    cpu = (cpu + cpu_req * compiled.reads + cpu_mb * compiled.bytes_read / MB) / speed
     threads = max(1, compiled.threads)
     cpu = max(0.0, min(cpu, wall * threads))
     events_per_s = None
@@ -362,6 +368,17 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
         breakdown=mean,
         passes=passes,
     )
+
+
+def _cpu_speed(value: float | None) -> float:
+    """The CPU speed factor (1: as recorded); not a positive number is a one-line error."""
+    if value is None:
+        return 1.0
+    if not math.isfinite(value) or value <= 0:
+        raise InstoreError(f"--cpu-speed {value:g}: not a speed",
+                           "give how many times as fast as the recording's CPU, above 0 "
+                           "(2: twice as fast; 0.5: half)")  # fmt: skip
+    return float(value)
 
 
 def passes_in(until_s: float, walls: list[float], done_at: list[list[float]],

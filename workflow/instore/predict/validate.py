@@ -360,12 +360,15 @@ def from_row(row: dict[str, Any]) -> Check:
 
 
 def predict_job(trace: Path, profile: Profile, protocol: str,
-                recorded_on: Profile | None = None) -> dict[str, Any]:  # fmt: skip
+                recorded_on: Profile | None = None,
+                cpu_speed: float | None = None) -> dict[str, Any]:  # fmt: skip
     """A real job's prediction from its trace and its site's profile, as the fidelity bench
     keeps it beside the replay's: the wall, CPU efficiency per core and the part it waits on
-    most (``xcache``: the trace read through the site's warm XCache)."""
+    most (``xcache``: the trace read through the site's warm XCache; ``cpu_speed``: the
+    worker's CPU that many times as fast as the recording's)."""
     state = "warm" if protocol == XCACHE else None
-    sc = Scenario(protocol=XROOTD if state else protocol, xcache=state, recorded_on=recorded_on)
+    sc = Scenario(protocol=XROOTD if state else protocol, xcache=state, recorded_on=recorded_on,
+                  cpu_speed=cpu_speed)  # fmt: skip
     pred = predict(compile_trace(load_trace(Path(trace))), profile, sc)
     what_if = [p.source for p in (profile.rtt_ms, profile.bandwidth_mbit)
                if p.source.startswith("what-if")]  # fmt: skip
