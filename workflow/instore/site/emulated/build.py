@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +24,11 @@ RTT_TOLERANCE = 0.5
 # A server that exits at start is started once more: seen twice in full studies (XCache for wan,
 # xrootd for lan-hdd), neither reproduced alone; the first failure's words are logged.
 START_ATTEMPTS = 2
+# A link whose delayer cannot reach the RTT is tuned again after a pause before the site is
+# refused: seen once, 2026-11-28, lan-hdd's 0.5 ms measured at 1.208 ms with the delayer's hold
+# at its minimum, right after a 2-thread job ended (a moment's load, not the link).
+TUNE_ATTEMPTS = 3
+TUNE_PAUSE_S = 2.0
 log = logging.getLogger(__name__)
 
 
@@ -96,23 +102,35 @@ def _start(
 
 
 def add_latency(site: str, target: float | None, names: SiteNames, state: SiteState) -> None:
-    """Tune the delayer to the target RTT and refuse a link that cannot reach it."""
+    """Tune the delayer to the target RTT and refuse a link that cannot reach it, after
+    ``TUNE_ATTEMPTS`` tunings ``TUNE_PAUSE_S`` apart."""
     state.data.update(rtt_ms_target=target)
     if target is None:
         state.data.pop("rtt_ms_measured", None)
         state.record("rtt_ms_bare", delay.measure_rtt_ms(names.storage_ip, XROOTD_PORT))
         return
-    proc, bare, hold, achieved = delay.tune(names, target, XROOTD_PORT)
-    if proc:
-        state.record_pid(roles.DELAYER, proc.pid)
-    state.data.update(rtt_ms_bare=bare, delay_hold_ms=hold)
-    state.record("rtt_ms_measured", achieved)
-    if abs(achieved - target) > RTT_TOLERANCE * target:
-        raise InstoreError(
-            f"site {site}: measured RTT {achieved:.3f} ms, wanted {target:g} ms "
-            f"(bare link {bare:.3f} ms)",
-            "lower the machine's load or ask for an RTT above the bare link's",
-        )
+    for attempt in range(1, TUNE_ATTEMPTS + 1):
+        proc, bare, hold, achieved = delay.tune(names, target, XROOTD_PORT)
+        if proc:
+            state.record_pid(roles.DELAYER, proc.pid)
+        state.data.update(rtt_ms_bare=bare, delay_hold_ms=hold)
+        state.record("rtt_ms_measured", achieved)
+        if abs(achieved - target) <= RTT_TOLERANCE * target:
+            return
+        said = (f"site {site}: measured RTT {achieved:.3f} ms, wanted {target:g} ms "
+                f"(bare link {bare:.3f} ms)")  # fmt: skip
+        if attempt == TUNE_ATTEMPTS:
+            raise InstoreError(
+                f"{said} in {TUNE_ATTEMPTS} tunings {TUNE_PAUSE_S:g} s apart",
+                "lower the machine's load or ask for an RTT above the bare link's",
+            )
+        log.warning("%s; tuning it again in %g s (attempt %d of %d)", said, TUNE_PAUSE_S,
+                    attempt + 1, TUNE_ATTEMPTS)  # fmt: skip
+        if proc:  # as a retune: no delayer and no queue rule (it would stall the bare link)
+            delay.stop(proc.pid)
+            state.data["pids"].pop(roles.DELAYER, None)
+        delay.remove_rule(names)
+        time.sleep(TUNE_PAUSE_S)
 
 
 def retune(site: str, names: SiteNames, state: SiteState, target: float | None) -> None:
