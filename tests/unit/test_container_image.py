@@ -307,6 +307,11 @@ def test_a_permission_error_is_not_sent_to_free_disk_space(tmp_path):
             '9a/storage": database configuration mismatch',
             "remove build/container/storage",
         ),
+        (  # seen as a user who is not root, whose store podman had made with vfs (2026-11-28)
+            'Error: database storage graph driver "vfs" does not match our storage graph driver '
+            '"overlay": database configuration mismatch',
+            "made with another storage driver",
+        ),
         ("E: Unable to locate package g++", "the step's own fix"),
     ],
 )

@@ -26,6 +26,12 @@ CAUSE_FIXES = (
     ),
     ("no space left on device", "free disk space on the file system that line names"),
     (
+        "graph driver",  # before the run directory's mismatch: podman says both the same way
+        "the project's podman store was made with another storage driver (podman picks vfs "
+        "for a user who is not root; a storage.conf may name overlay): remove "
+        "build/container/storage and build again",
+    ),
+    (
         "database configuration mismatch",
         "the project's podman store was made with another run directory (a run with and one "
         "without a login session's XDG_RUNTIME_DIR): remove build/container/storage and build "
