@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from instore.container import hashing, image, podman
+from instore.container import project as project_module
 from instore.container.project import PODMAN_RUNROOT_MAX, Project
 from instore.container.runtime import Runtime
 from instore.errors import InstoreError
@@ -333,6 +334,7 @@ def test_podmans_run_directory_is_chosen_once_per_store(project, monkeypatch):
     """Regression: the Apptainer trial as siteadmin stopped at "database configuration
     mismatch": the store was made by a session whose run state went to one directory and used
     by one whose went to another. A login shell and a batch job of the same user now share it."""
+    monkeypatch.setattr(project_module, "_podman_runs", lambda driver, store: True)
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1001")
     monkeypatch.setattr(os, "geteuid", lambda: 1001)
     monkeypatch.setattr(os, "getuid", lambda: 1001)
@@ -368,3 +370,54 @@ def test_a_user_without_a_login_session_keeps_podmans_run_state_in_a_dir_of_thei
     project.runroot_record.unlink()
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     assert project.store().runroot.is_relative_to("/run/instore-podman")
+
+
+def _probe(monkeypatch: pytest.MonkeyPatch, runs: bool) -> list[str]:
+    """Replace the scratch-store probe of a storage driver; the drivers it was asked about."""
+    asked: list[str] = []
+
+    def probe(driver: str, store: object) -> bool:
+        asked.append(driver)
+        return runs
+
+    monkeypatch.setattr(project_module, "_podman_runs", probe)
+    return asked
+
+
+def _as_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1001)
+    monkeypatch.setattr(os, "getuid", lambda: 1001)
+
+
+def test_root_keeps_podmans_own_storage_driver(project, monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    asked = _probe(monkeypatch, True)
+    store = project.store()
+    assert (store.driver, asked) == ("", [])
+    assert "--storage-driver" not in store.argv()
+
+
+def test_a_user_who_is_not_root_gets_the_kernels_rootless_overlay_chosen_once(project, monkeypatch):
+    """Regression: as a user who is not root, podman 4.3 made the store with vfs, and each
+    container took 54-64 s to start (the 2.3 GB image copied for each; 2026-11-28)."""
+    _as_user(monkeypatch)
+    asked = _probe(monkeypatch, True)
+    store = project.store()
+    assert store.argv()[-2:] == ["--storage-driver", "overlay"]
+    assert project.store() == store and asked == ["overlay"]  # kept, not probed again
+    assert project.driver_record.read_text() == "overlay\n"
+
+
+def test_a_users_store_made_with_vfs_keeps_vfs(project, monkeypatch):
+    """A store podman made with vfs before the choice was kept opens only with vfs."""
+    _as_user(monkeypatch)
+    asked = _probe(monkeypatch, True)
+    (project.build_dir / "storage" / "vfs-images").mkdir(parents=True)
+    assert (project.store().driver, asked) == ("vfs", [])
+
+
+def test_where_rootless_overlay_does_not_run_podman_chooses(project, monkeypatch):
+    _as_user(monkeypatch)
+    _probe(monkeypatch, False)
+    store = project.store()
+    assert store.driver == "" and "--storage-driver" not in store.argv()

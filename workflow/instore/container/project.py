@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import instore
@@ -18,6 +21,10 @@ from instore.container.runtime import PodmanStore
 from instore.errors import InstoreError
 
 PODMAN_RUNROOT_MAX = 50  # "the specified runroot is longer than 50 characters"
+# podman 4.3 gives a user who is not root its vfs driver, which copies the 2.3 GB image for
+# every container: 54-64 s to start one here (2026-11-28), where the kernel's own rootless
+# overlay, asked for, works. Root's stores keep podman's own choice (overlay).
+ROOTLESS_DRIVER = "overlay"
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,10 @@ class Project:
     def runroot_record(self) -> Path:
         return self.build_dir / "storage.runroot"
 
+    @property
+    def driver_record(self) -> Path:
+        return self.build_dir / "storage.driver"
+
     def store(self) -> PodmanStore:
         """The project's podman storage, with its run state where it was first put.
 
@@ -79,7 +90,50 @@ class Project:
                 self.runroot_record.write_text(f"{run}\n")
             except OSError:  # a checkout this user may not write: nothing is built here either
                 pass
-        return PodmanStore(root, run / "storage", run / "libpod", self.containers_conf)
+        store = PodmanStore(root, run / "storage", run / "libpod", self.containers_conf)
+        return replace(store, driver=self._driver(store))
+
+    def _driver(self, store: PodmanStore) -> str:
+        """The store's storage driver ("": podman's own choice), chosen once and kept beside
+        it, as its run directory is: podman refuses a store under another driver."""
+        try:
+            return self.driver_record.read_text().strip()
+        except FileNotFoundError:
+            pass
+        driver = _first_driver(store)
+        try:
+            self.driver_record.parent.mkdir(parents=True, exist_ok=True)
+            self.driver_record.write_text(f"{driver}\n")
+        except OSError:
+            pass
+        return driver
+
+
+def _first_driver(store: PodmanStore) -> str:
+    """Root: podman's own choice. Another user: the driver a store made before the choice was
+    kept has; for a new store, the kernel's rootless overlay where podman can run it here,
+    else podman's own choice (vfs: slow to start a container, but it works everywhere)."""
+    if os.geteuid() == 0:
+        return ""
+    for made in ("overlay", "vfs"):
+        if (store.root / f"{made}-images").is_dir():
+            return made
+    return ROOTLESS_DRIVER if _podman_runs(ROOTLESS_DRIVER, store) else ""
+
+
+def _podman_runs(driver: str, store: PodmanStore) -> bool:
+    """Whether podman opens a new store with ``driver`` on this machine (a scratch one)."""
+    if shutil.which("podman") is None:
+        return False
+    with tempfile.TemporaryDirectory(prefix="instore-podman-probe-") as scratch:
+        argv = ["podman", "--root", f"{scratch}/root", "--runroot", f"{scratch}/run",
+                "--storage-driver", driver, "info", "--format", "{{.Store.GraphDriverName}}"]  # fmt: skip
+        try:
+            proc = subprocess.run(argv, env=store.env(), capture_output=True, text=True,
+                                  timeout=60, check=False)  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+    return proc.returncode == 0 and proc.stdout.strip() == driver
 
 
 def _first_run_dir(root: Path) -> Path:

@@ -102,8 +102,10 @@ class PodmanStore:
     runroot: Path
     tmpdir: Path
     conf: Path
+    driver: str = ""  # the storage driver ("": podman's own choice; instore.container.project)
 
     def argv(self) -> list[str]:
+        chosen = ["--storage-driver", self.driver] if self.driver else []
         return [
             "podman",
             "--root",
@@ -112,6 +114,7 @@ class PodmanStore:
             str(self.runroot),
             "--tmpdir",
             str(self.tmpdir),
+            *chosen,
         ]
 
     def env(self) -> dict[str, str]:
