@@ -125,7 +125,9 @@ def _podman_runs(driver: str, store: PodmanStore) -> bool:
     """Whether podman opens a new store with ``driver`` on this machine (a scratch one)."""
     if shutil.which("podman") is None:
         return False
-    with tempfile.TemporaryDirectory(prefix="instore-podman-probe-") as scratch:
+    with tempfile.TemporaryDirectory(
+        prefix="instore-podman-probe-", ignore_cleanup_errors=True
+    ) as scratch:
         argv = ["podman", "--root", f"{scratch}/root", "--runroot", f"{scratch}/run",
                 "--storage-driver", driver, "info", "--format", "{{.Store.GraphDriverName}}"]  # fmt: skip
         try:
