@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -404,6 +405,7 @@ def test_a_user_who_is_not_root_gets_the_kernels_rootless_overlay_chosen_once(pr
     asked = _probe(monkeypatch, True)
     store = project.store()
     assert store.argv()[-2:] == ["--storage-driver", "overlay"]
+    store.root.mkdir(parents=True)  # as podman makes it at its first use
     assert project.store() == store and asked == ["overlay"]  # kept, not probed again
     assert project.driver_record.read_text() == "overlay\n"
 
@@ -421,3 +423,14 @@ def test_where_rootless_overlay_does_not_run_podman_chooses(project, monkeypatch
     _probe(monkeypatch, False)
     store = project.store()
     assert store.driver == "" and "--storage-driver" not in store.argv()
+
+
+def test_a_removed_store_gets_its_driver_chosen_again(project, monkeypatch):
+    """The fix for a store podman refuses under another driver is to remove it: the record of
+    the old store's driver must not bring vfs back to the new one."""
+    _as_user(monkeypatch)
+    (project.build_dir / "storage" / "vfs-images").mkdir(parents=True)
+    asked = _probe(monkeypatch, True)
+    assert project.store().driver == "vfs"
+    shutil.rmtree(project.build_dir / "storage")
+    assert (project.store().driver, asked) == ("overlay", ["overlay"])

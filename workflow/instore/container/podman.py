@@ -29,7 +29,7 @@ CAUSE_FIXES = (
         "graph driver",  # before the run directory's mismatch: podman says both the same way
         "the project's podman store was made with another storage driver (podman picks vfs "
         "for a user who is not root; a storage.conf may name overlay): remove "
-        "build/container/storage and build again",
+        "build/container/storage and build again (the driver is then chosen anew)",
     ),
     (
         "database configuration mismatch",

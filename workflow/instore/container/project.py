@@ -95,11 +95,13 @@ class Project:
 
     def _driver(self, store: PodmanStore) -> str:
         """The store's storage driver ("": podman's own choice), chosen once and kept beside
-        it, as its run directory is: podman refuses a store under another driver."""
-        try:
-            return self.driver_record.read_text().strip()
-        except FileNotFoundError:
-            pass
+        it, as its run directory is: podman refuses a store under another driver. The record
+        describes the store: once the store is removed, the driver is chosen again."""
+        if store.root.exists():
+            try:
+                return self.driver_record.read_text().strip()
+            except FileNotFoundError:
+                pass
         driver = _first_driver(store)
         try:
             self.driver_record.parent.mkdir(parents=True, exist_ok=True)
