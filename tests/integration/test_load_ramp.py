@@ -80,7 +80,13 @@ def test_the_ramp_stops_before_64_clients_when_opens_slow(env: dict[str, Path], 
     opens = load.groupby("jobs")["open_s"].quantile(0.95) * 1e3
     print("p95 open (ms) by clients:", opens.round(1).to_dict())
     ran = sorted(int(n) for n in load["jobs"].unique())
-    assert ran == FILLS[: len(ran)] and 1 < ran[-1] < 64, f"a ramp stopped before 64: {ran}"
+    # The contract, on the opens these clients really made: the ramp runs in order and stops
+    # after the first point above the limit. Where that is depends on the machine (a quiet
+    # one stops at 32, a busy one earlier: one CI run's single 1-client open took 404 ms), so
+    # the test checks it against the records rather than naming it; but 64 never runs.
+    over = [n for n in ran if opens[n] > STOP_MS]
+    assert over, f"opens never slowed past {STOP_MS:g} ms: {opens.round(1).to_dict()}"
+    assert ran == FILLS[: len(ran)] and over == [ran[-1]] and ran[-1] < 64, (ran, opens)
     assert (load["status"] == "ok").all(), load["error"].dropna().unique()
     stop = load.loc[load["jobs"] == ran[-1], STOP_COLUMN].unique()
     assert len(stop) == 1 and stop[0].startswith("stopped: p95 open "), stop
