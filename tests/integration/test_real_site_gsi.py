@@ -186,7 +186,9 @@ def test_calibration_of_a_site_without_posix_reads_the_file_whole_through_each_e
     uploaded: Grid, cli: Cli
 ) -> None:
     """The calibration file's size comes from the storage where no POSIX endpoint shows it, so
-    a grid site gets a whole-file rate through root:// and https (it got only an RTT)."""
+    a grid site gets a whole-file rate through root:// and https (it got only an RTT): a copy's,
+    and the open file's read through the jobs' own readers with the proxy (no copy tool's
+    start or GSI handshake in it)."""
     results = uploaded.pki.root / "results-calibration"
     proc = cli("site", "calibrate", str(uploaded.site), "--results", str(results),
                env=uploaded.env())  # fmt: skip
@@ -196,6 +198,8 @@ def test_calibration_of_a_site_without_posix_reads_the_file_whole_through_each_e
     for protocol in ("xrootd", "http"):
         through = calibration["protocols"][protocol]
         assert through["bytes"] == size and through["mb_per_s"] > 0, calibration["protocols"]
+        assert through["read_bytes"] == size and through["read_requests"] >= 1, through
+        assert through["read_mb_per_s"] > 0, through
 
 
 def test_preflight_without_a_proxy_stops_before_the_network(uploaded: Grid, cli: Cli) -> None:

@@ -272,3 +272,14 @@ def test_a_failed_jobs_record_without_counters_is_summarized() -> None:
     frame = pd.DataFrame({"counters": ["NaN", json.dumps({"perfstats_disk_s": 1.5}), None]})
     values = counter(frame, "perfstats_disk_s")
     assert values.isna().tolist() == [True, False, True] and values.iloc[1] == 1.5
+
+
+def test_a_calibrated_limit_is_the_open_files_read_not_the_copy_tools() -> None:
+    """A copy's rate holds its tool's start and authentication (19 MB/s over GSI on loopback
+    for a 7.8 MB file); the open file's read rate is what a job's reads meet, so the limit."""
+    told = from_calibration(
+        {"protocols": {"xrootd": {"mb_per_s": 19.1, "read_mb_per_s": 950.0},
+                       "http": {"mb_per_s": 91.6}}}  # an older calibration: the copy alone
+    )  # fmt: skip
+    assert told.throughput("xrootd") == 950.0
+    assert told.throughput("http") == 91.6

@@ -14,17 +14,26 @@ XCACHE_LOCAL_RTT_MS = 0.05
 DEFAULT_LINK_MBIT = 1000.0  # a worker to a cache on its own LAN: not measured
 
 
+def read_rate(entry: dict[str, Any]) -> float | None:
+    """A protocol's calibrated rate: its open file's read (``instore.site.calibrate``) where
+    the calibration has one, else its whole-file copy's (older calibrations; a copy's rate
+    also holds the tool's start, connection and authentication)."""
+    return entry.get("read_mb_per_s") or entry.get("mb_per_s")
+
+
 def link(calib: dict[str, Any], emulation: dict[str, Any], rtt_ms: float) -> tuple[Param, Param]:
     """The link's bandwidth and, where a copy shows it binding, the TCP window."""
-    copies = {p: e.get("mb_per_s") for p, e in (calib.get("protocols") or {}).items()
-              if p != XCACHE and isinstance(e, dict) and e.get("mb_per_s")}  # fmt: skip
+    copies = {p: read_rate(e) for p, e in (calib.get("protocols") or {}).items()
+              if p != XCACHE and isinstance(e, dict) and read_rate(e)}  # fmt: skip
     best = max(copies.values()) if copies else None
     configured = (emulation.get("network") or {}).get("bandwidth_mbit")
     if configured:
         bw = Param(float(configured), "site configuration: the emulated link")
     elif best:
         which = max(copies, key=lambda p: copies[p])
-        bw = Param(best * 8.0, f"calibration: whole-file {which} copy ({best:.1f} MB/s)")
+        how = ("read of the open file" if calib["protocols"][which].get("read_mb_per_s")
+               else "copy")  # fmt: skip
+        bw = Param(best * 8.0, f"calibration: whole-file {which} {how} ({best:.1f} MB/s)")
     else:
         bw = Param(DEFAULT_LINK_MBIT, "default: no whole-file copy calibrated and no link "
                    "configured, a 1 Gbit/s LAN's (calibrate the site, or edit the profile)")  # fmt: skip

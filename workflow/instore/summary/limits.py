@@ -1,7 +1,8 @@
 """The site's calibrated physical limits, so every figure can say how close it gets to them.
 
 ``instore site calibrate`` measures what the storage can deliver with no ROOT in the way
-(whole-file reads per protocol, fio sequential throughput and random-read IOPS). The summary
+(whole-file reads of an open file per protocol, fio sequential throughput and random-read
+IOPS). The summary
 expresses each result as a fraction of the matching limit; without calibration there is none.
 """
 
@@ -50,12 +51,16 @@ def _find(data: Mapping[str, Any], *names: str) -> float | None:
 
 
 def from_calibration(calibration: Mapping[str, Any] | None) -> Limits:
-    """Read the calibration JSON: ``protocols.<name>.mb_per_s`` and ``fio`` read figures."""
+    """Read the calibration JSON: ``protocols.<name>.read_mb_per_s`` (else ``mb_per_s``, a
+    whole-file copy's) and ``fio`` read figures."""
     if not calibration:
         return Limits()
     rates: dict[str, float] = {}
     for name, entry in (calibration.get("protocols") or {}).items():
-        rate = _find(entry, "mb_per_s", "throughput_mb_s") if isinstance(entry, Mapping) else None
+        # the open file's read rate (no copy tool's start, connection and authentication in
+        # it: instore.site.calibrate.open_file_read) where the calibration measured one
+        rate = (_find(entry, "read_mb_per_s", "mb_per_s", "throughput_mb_s")
+                if isinstance(entry, Mapping) else None)  # fmt: skip
         if rate is not None:
             rates[name] = rate
     fio = calibration.get("fio") or {}
