@@ -51,10 +51,12 @@ def test_a_real_site_is_told_uploads_writes_points_clients_and_time(tmp_path: Pa
     site = load_site(_site(tmp_path, upload=True, calibration={"posix_dir": "/data/cal"}))
     plan = dry_run(study, site, tmp_path / "results")
     # two layouts, two replicas each, 3 MB apiece
-    assert sorted(study_files(study)) == [("ordered-r0.root", 3), ("ordered-r1.root", 3),
-                                          ("unordered-r0.root", 3), ("unordered-r1.root", 3)]  # fmt: skip
+    assert sorted(study_files(study)) == [
+        ("ordered-r0.root", 3, False), ("ordered-r1.root", 3, False),
+        ("unordered-r0.root", 3, False), ("unordered-r1.root", 3, False),
+    ]  # fmt: skip
     text = plan.text()
-    assert "upload: 4 files, 0.01 GB" in text
+    assert "upload: 4 files, about 0.01 GB (the target sizes of the 4 not generated yet" in text
     assert "/data/cal/instore-fio.dat (calibration.posix_dir)" in text
     assert "one read at a time, then 16 at once" in text  # how hard fio reads the disk
     # layout: 4 points; load: 1, 4 and 16 clients (64 is over the real site's default 16)
@@ -163,3 +165,19 @@ def test_the_dry_run_counts_the_sections_a_grid_site_runs_over_its_own_protocols
         for name in ("layout", "readahead", "jobfill")
         for reason in plan.sections[name].skipped
     )
+
+
+def test_the_upload_counts_the_generated_files_own_sizes_where_they_exist(tmp_path: Path) -> None:
+    """The full profile's files come out 17% under their target sizes (5.60 GB against 6.72):
+    once generated, the dry run says what will really be uploaded."""
+    study = load_study(_study(tmp_path))
+    site = load_site(_site(tmp_path, upload=True))
+    data = tmp_path / "files"
+    data.mkdir()
+    for name in ("ordered-r0.root", "ordered-r1.root", "unordered-r0.root", "unordered-r1.root"):
+        (data / name).write_bytes(b"x" * 5_000_000)  # 5 MB each, 3 MB targets
+    text = dry_run(study, site, tmp_path / "results", data=data).text()
+    assert "upload: 4 files, 0.02 GB, behind its endpoints" in text
+    (data / "unordered-r1.root").unlink()
+    assert ("upload: 4 files, about 0.02 GB (the target sizes of the 1 not generated yet"
+            in dry_run(study, site, tmp_path / "results", data=data).text())  # fmt: skip

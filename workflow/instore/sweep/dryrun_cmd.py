@@ -31,6 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SITE|KEY=VALUE",
         help="sites to plan for, and the run's keys (study, profile, sites, run, calibrate)",
     )
+    p.add_argument("--data", type=Path, default=Path("data/files"),
+                   help="the generated files, whose sizes the upload counts where they exist "
+                   "(default: data/files; else their target sizes)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -56,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     study_run = load_run(run_config(args.words))
     results = run_dir(RESULTS, study_run.options.run)
     for site in study_run.sites.values():
-        plan = dry_run(study_run.study, site, Path(results), calibrate=study_run.options.calibrate)
+        plan = dry_run(study_run.study, site, Path(results),
+                       calibrate=study_run.options.calibrate, data=args.data)  # fmt: skip
         print(plan.text())
     print(f"instore plan: dry run: nothing uploaded, started or measured (results: {results})")
     return 0
