@@ -82,3 +82,23 @@ def test_failed_jobs_counts_failures_and_reads_a_section_measured_nowhere(tmp_pa
     store = RecordStore(tmp_path, "lan")
     store.append([_rec("a", 0, 2, "t", status="ok"), _rec("a", 1, 2, "t", status="failed")])
     assert failed_jobs(store.write_tables(["layout"])["layout"]) == 1
+
+
+def test_a_fit_and_its_checks_read_the_studys_current_records_only(tmp_path: Path) -> None:
+    """A real site's quick run then its full one (seen 2026-11-28): the model was fitted on both
+    runs' payload points and judged on the quick run's replays too, predicted from the full
+    run's traces (5 of 16 points, up to 36% off). ``current`` is what the tables hold: the
+    latest complete measurement of each point the study asked for, with its nested fields."""
+    store = RecordStore(tmp_path, "site")
+    store.append([_rec("quick", 0, 1, "t1", wall_s=9.0)])
+    store.append([_rec("full", 0, 2, "t1", wall_s=8.0), _rec("full", 1, 2, "t1", wall_s=8.0)])
+    assert len(store.current()) == 3  # no table yet: every record, as before
+    store.append([_rec("full", 0, 2, "t2", wall_s=1.0), _rec("full", 1, 2, "t2", wall_s=1.0)])
+    store.append([_rec("full", 0, 2, "t3", wall_s=5.0)])  # a measurement cut short
+    store.write_tables(["layout"], {"full"})
+    current = store.current()
+    assert [(r["point_key"], r["measured_at"], r["wall_s"]) for r in current] == [
+        ("full", "t2", 1.0),
+        ("full", "t2", 1.0),
+    ]
+    assert current[0]["provenance"] == {"host": "h"}

@@ -364,5 +364,5 @@ def fit_site(results: Path, site: str) -> Profile:
     """Fit ``site``'s profile from ``results/<site>/``."""
     from instore.sweep.store import RecordStore
 
-    records = RecordStore(Path(results), site).records()
+    records = RecordStore(Path(results), site).current()
     return fit_profile(site, read_calibration(Path(results), site), records)

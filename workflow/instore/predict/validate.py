@@ -334,7 +334,7 @@ def validate_results(results: Path, traces: Path, site: str | None = None,
     checks: list[Check] = []
     skipped: list[str] = []
     for profile in profiles:
-        records = RecordStore(Path(results), profile.site).records()
+        records = RecordStore(Path(results), profile.site).current()
         got, why = check_site(profile, records, finder)
         checks += got + check_held_out(profile, records)
         skipped += [f"{profile.site}: {w}" for w in why]

@@ -89,7 +89,7 @@ def load(site: str, results: str | Path, data: str | Path) -> SitePage:
         profile, problem = site_profile(Path(results), site), None
     except InstoreError as err:
         return SitePage(site, Path(data), None, err)
-    records = RecordStore(Path(results), site).records()
+    records = RecordStore(Path(results), site).current()
     return SitePage(site, Path(data), profile, problem, records,
                     traces(Path(data), replayed_from(records, site)))  # fmt: skip
 
@@ -327,7 +327,7 @@ def _trust(profile: Profile, results: Path, data: Path) -> str:
     fitted = (f"fitted on {q['points']} payload points (median error {q['median_abs_error']:.1%})"
               if q.get("median_abs_error") is not None else f"{profile.kind}, not fitted on "
               "payload points")  # fmt: skip
-    checks, _, _ = _checks(profile, RecordStore(results, profile.site).records(), data)
+    checks, _, _ = _checks(profile, RecordStore(results, profile.site).current(), data)
     if not checks:
         return f"{profile.site}: {fitted}; no replay or load point measured there to check it"
     s = summary(checks)

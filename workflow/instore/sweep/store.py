@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from instore.errors import InstoreError
+from instore.vocabulary import SECTIONS
 
 # Nested parts of a record, kept as JSON strings in the tables.
 # (A replay's record adds the recording's figures, its command and URLs.)
@@ -40,6 +41,36 @@ class RecordStore:
             except json.JSONDecodeError:
                 continue
         return out
+
+    def current(self) -> list[dict[str, Any]]:
+        """The records the section tables hold: the latest complete measurement of each point
+        the study that wrote them asked for. The log also keeps other profiles' points and
+        measurements a rerun superseded (a real site's quick profile before its full one),
+        which a fit or a check of the study's points must not take as the study's. Before any
+        table is written, every record."""
+        keys = self.table_keys()
+        records = self.records()
+        if keys is None:
+            return records
+        jobs: dict[tuple[str, str], int] = {}
+        for r in records:
+            jobs[r["point_key"], r["measured_at"]] = (
+                jobs.get((r["point_key"], r["measured_at"]), 0) + 1
+            )
+        latest: dict[str, str] = {}
+        for r in records:
+            key, at = r["point_key"], r["measured_at"]
+            if key in keys and jobs[key, at] == r["jobs"] and at > latest.get(key, ""):
+                latest[key] = at
+        return [r for r in records if latest.get(r["point_key"]) == r["measured_at"]]
+
+    def table_keys(self) -> set[str] | None:
+        """The points the section tables hold (None: no table written yet)."""
+        tables = [self.dir / f"{section}.parquet" for section in SECTIONS]
+        tables = [t for t in tables if t.exists()]
+        if not tables:
+            return None
+        return {k for t in tables for k in pd.read_parquet(t, columns=["point_key"])["point_key"]}
 
     def done_keys(self) -> set[str]:
         """Points whose every job has a record, in at least one measurement."""
