@@ -2,8 +2,8 @@
 
 ``instore site calibrate`` measures what the storage can deliver with no ROOT in the way
 (whole-file reads of an open file per protocol, fio sequential throughput and random-read
-IOPS). The summary
-expresses each result as a fraction of the matching limit; without calibration there is none.
+IOPS). The summary expresses each result as a fraction of the matching limit; without
+calibration there is none.
 """
 
 from __future__ import annotations

@@ -162,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         from instore.sweep.dryrun import dry_run
 
-        print(dry_run(study, load_site(args.site), args.results, args.sections).text())
+        print(dry_run(study, load_site(args.site), args.results, args.sections,
+                      data=args.data).text())  # fmt: skip
         print("instore sweep: dry run: nothing started or measured")
         return 0
     kind = "address" if args.scheduler else "slurm" if args.slurm else "local"
