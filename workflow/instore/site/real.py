@@ -5,6 +5,7 @@ endpoint, which does not and why."""
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 from collections.abc import Collection, Sequence
@@ -18,6 +19,8 @@ from instore.site.config import SiteConfig
 from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
 from instore.site.verify import VerifiedCopies, verify_endpoint
 from instore.storage import StorageError, fetch, storage_for
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from instore.site.dataset.model import Dataset
@@ -97,6 +100,11 @@ class RealLive(LiveSite):
 
         def one(it: tuple[str, str]) -> str | None:
             return verify_endpoint(it[1], files, timeout, self.verified, notes=notes[it])
+
+        if items and files:  # minutes for a full profile's first sweep: say what it waits on
+            log.info("site %s: checking %d test files behind %d endpoint(s): size and adler32 "
+                     "of each copy (a copy verified before and unchanged: its size only)",
+                     self.config.name, len(files), len(items))  # fmt: skip
 
         with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
             causes = list(pool.map(one, items))
