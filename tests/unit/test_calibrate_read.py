@@ -32,7 +32,7 @@ def test_round_trips_are_taken_out_and_a_read_they_fill_gives_no_rate(tmp_path: 
     assert "read_mb_per_s" not in open_file_read(url, rtt_ms=60_000.0)  # a minute a request
 
 
-def test_the_link_is_the_fastest_open_file_read_else_the_fastest_copy() -> None:
+def test_the_link_is_the_fastest_of_the_copies_and_the_open_file_reads() -> None:
     calib = {"protocols": {"xrootd": {"mb_per_s": 19.1, "read_mb_per_s": 950.0},
                            "http": {"mb_per_s": 91.6, "read_mb_per_s": 400.0}}}  # fmt: skip
     bw, _ = link(calib, {}, 0.15)
@@ -40,5 +40,8 @@ def test_the_link_is_the_fastest_open_file_read_else_the_fastest_copy() -> None:
     older = {"protocols": {"xrootd": {"mb_per_s": 19.1}, "http": {"mb_per_s": 91.6}}}
     bw, _ = link(older, {}, 0.15)
     assert bw.value == 91.6 * 8 and "http copy (91.6 MB/s)" in bw.source
+    fast_lan = {"protocols": {"http": {"mb_per_s": 1163.3, "read_mb_per_s": 733.4}}}
+    bw, _ = link(fast_lan, {}, 0.06)
+    assert bw.value == 1163.3 * 8 and "http copy (1163.3 MB/s)" in bw.source
     configured, _ = link(calib, {"network": {"bandwidth_mbit": 100}}, 25.0)
     assert configured.value == 100.0  # an emulated site's link is its configuration

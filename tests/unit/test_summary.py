@@ -274,12 +274,16 @@ def test_a_failed_jobs_record_without_counters_is_summarized() -> None:
     assert values.isna().tolist() == [True, False, True] and values.iloc[1] == 1.5
 
 
-def test_a_calibrated_limit_is_the_open_files_read_not_the_copy_tools() -> None:
+def test_a_calibrated_limit_is_the_faster_of_the_copy_and_the_open_files_read() -> None:
     """A copy's rate holds its tool's start and authentication (19 MB/s over GSI on loopback
-    for a 7.8 MB file); the open file's read rate is what a job's reads meet, so the limit."""
+    for a 7.8 MB file, where the open file read at 164); the read's, one request at a time (733
+    MB/s over http on lan-ssd, where the copy made 1,163). Each is a lower bound: the faster is
+    the limit, so no job is shown faster than its storage."""
     told = from_calibration(
-        {"protocols": {"xrootd": {"mb_per_s": 19.1, "read_mb_per_s": 950.0},
-                       "http": {"mb_per_s": 91.6}}}  # an older calibration: the copy alone
+        {"protocols": {"xrootd": {"mb_per_s": 19.1, "read_mb_per_s": 164.0},
+                       "http": {"mb_per_s": 1163.3, "read_mb_per_s": 733.4},
+                       "posix": {"mb_per_s": 91.6}}}  # an older calibration: the copy alone
     )  # fmt: skip
-    assert told.throughput("xrootd") == 950.0
-    assert told.throughput("http") == 91.6
+    assert told.throughput("xrootd") == 164.0
+    assert told.throughput("http") == 1163.3
+    assert told.throughput("posix") == 91.6

@@ -7,18 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from instore.access import XCACHE
+from instore.calibration import read_rate
 from instore.predict.profile import Param, XCache
 
 FAST_DISK = {"seq": 2000.0, "random_ms": 0.05}  # where nothing measured the disk: an SSD's
 XCACHE_LOCAL_RTT_MS = 0.05
 DEFAULT_LINK_MBIT = 1000.0  # a worker to a cache on its own LAN: not measured
-
-
-def read_rate(entry: dict[str, Any]) -> float | None:
-    """A protocol's calibrated rate: its open file's read (``instore.site.calibrate``) where
-    the calibration has one, else its whole-file copy's (older calibrations; a copy's rate
-    also holds the tool's start, connection and authentication)."""
-    return entry.get("read_mb_per_s") or entry.get("mb_per_s")
 
 
 def link(calib: dict[str, Any], emulation: dict[str, Any], rtt_ms: float) -> tuple[Param, Param]:
@@ -31,7 +25,8 @@ def link(calib: dict[str, Any], emulation: dict[str, Any], rtt_ms: float) -> tup
         bw = Param(float(configured), "site configuration: the emulated link")
     elif best:
         which = max(copies, key=lambda p: copies[p])
-        how = ("read of the open file" if calib["protocols"][which].get("read_mb_per_s")
+        entry = calib["protocols"][which]
+        how = ("read of the open file" if entry.get("read_mb_per_s") == best
                else "copy")  # fmt: skip
         bw = Param(best * 8.0, f"calibration: whole-file {which} {how} ({best:.1f} MB/s)")
     else:

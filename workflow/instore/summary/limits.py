@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from instore.calibration import read_rate
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -51,15 +53,15 @@ def _find(data: Mapping[str, Any], *names: str) -> float | None:
 
 
 def from_calibration(calibration: Mapping[str, Any] | None) -> Limits:
-    """Read the calibration JSON: ``protocols.<name>.read_mb_per_s`` (else ``mb_per_s``, a
-    whole-file copy's) and ``fio`` read figures."""
+    """Read the calibration JSON: each protocol's rate (the faster of ``mb_per_s``, a
+    whole-file copy's, and ``read_mb_per_s``, the open file's read) and ``fio`` read figures."""
     if not calibration:
         return Limits()
     rates: dict[str, float] = {}
     for name, entry in (calibration.get("protocols") or {}).items():
-        # the open file's read rate (no copy tool's start, connection and authentication in
-        # it: instore.site.calibrate.open_file_read) where the calibration measured one
-        rate = (_find(entry, "read_mb_per_s", "mb_per_s", "throughput_mb_s")
+        # the faster of the whole-file copy and the open file's read, each a lower bound of
+        # what the storage delivers (instore.calibration.read_rate says why)
+        rate = ((read_rate(entry) or _find(entry, "throughput_mb_s"))
                 if isinstance(entry, Mapping) else None)  # fmt: skip
         if rate is not None:
             rates[name] = rate
