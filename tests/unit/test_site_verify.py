@@ -4,6 +4,8 @@ section), compared by size; `instore site preflight` always checks in full."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,6 +62,19 @@ def test_a_sweep_says_what_it_checks_before_the_long_wait(
     open_real(posix_site["site"], posix_site["files"], posix_site["results"])
     assert ("site local: checking 2 test files behind 1 endpoint(s): size and adler32 of each "
             "copy" in caplog.text)  # fmt: skip
+
+
+def test_site_preflight_all_says_what_it_checks_before_the_long_wait(posix_site: dict) -> None:
+    """`instore site preflight --all` checksummed every copy and said nothing until it ended."""
+    data = posix_site["files"][0].parent
+    done = subprocess.run([sys.executable, "-m", "instore.cli", "site", "preflight",
+                           str(posix_site["site"].path), "--all", "--data", str(data)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    told = [i for i, ln in enumerate(lines) if ln.startswith(
+        "instore site: site local: checking 2 test files behind 1 endpoint(s)")]  # fmt: skip
+    assert told and told[0] < lines.index("site local: ok"), done.stderr
 
 
 def test_a_copy_whose_size_changed_since_it_was_verified_stops_the_sweep(posix_site: dict) -> None:

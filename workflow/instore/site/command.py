@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections import Counter
 from pathlib import Path
@@ -101,6 +102,8 @@ def _preflight_dataset(live: RealLive, results: Path) -> int:
 
 
 def _preflight(args: argparse.Namespace) -> int:
+    # what the check reads before its wait (every copy checksummed: minutes for a full profile)
+    logging.basicConfig(level=logging.INFO, format="instore site: %(message)s")
     cfg = load_site(args.name)
     live = site_as_it_is(cfg, Path(args.results))
     if not cfg.emulated:

@@ -52,17 +52,7 @@ class RecordStore:
         records = self.records()
         if keys is None:
             return records
-        jobs: dict[tuple[str, str], int] = {}
-        for r in records:
-            jobs[r["point_key"], r["measured_at"]] = (
-                jobs.get((r["point_key"], r["measured_at"]), 0) + 1
-            )
-        latest: dict[str, str] = {}
-        for r in records:
-            key, at = r["point_key"], r["measured_at"]
-            if key in keys and jobs[key, at] == r["jobs"] and at > latest.get(key, ""):
-                latest[key] = at
-        return [r for r in records if latest.get(r["point_key"]) == r["measured_at"]]
+        return [records[i] for i in _latest_complete(records) if records[i]["point_key"] in keys]
 
     def table_keys(self) -> set[str] | None:
         """The points the section tables hold (None: no table written yet)."""
@@ -138,18 +128,30 @@ def failed_jobs(table: Path) -> int:
 
 
 def _complete(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per job of the latest complete measurement of every point, nested parts as JSON."""
     if not records:
         return pd.DataFrame(columns=list(EMPTY_COLUMNS))
-    df = pd.DataFrame.from_records(records)
+    df = pd.DataFrame.from_records(records).iloc[_latest_complete(records)]
     for col in NESTED:
         if col in df:
             df[col] = df[col].map(
                 lambda v: v if v is None or isinstance(v, str) else json.dumps(v, sort_keys=True)
             )
-    sizes = df.groupby(["point_key", "measured_at"])["job"].transform("size")
+    return df
+
+
+def _latest_complete(records: list[dict[str, Any]]) -> list[int]:
+    """Positions in ``records`` of the latest complete measurement of each point: a measurement
+    is complete when it has a record for each of its ``jobs``, and the latest one wins."""
+    if not records:
+        return []
+    df = pd.DataFrame(
+        {c: [r.get(c) for r in records] for c in ("point_key", "measured_at", "jobs")}
+    )
+    sizes = df.groupby(["point_key", "measured_at"])["jobs"].transform("size")
     df = df[sizes == df["jobs"]]
     latest = df.groupby("point_key")["measured_at"].transform("max")
-    return df[df["measured_at"] == latest]
+    return df.index[df["measured_at"] == latest].tolist()
 
 
 def _write_parquet(df: pd.DataFrame, path: Path) -> Path:
