@@ -136,6 +136,17 @@ def test_cpu_cost_per_event_is_spent(small_files: dict[str, Path]) -> None:
         assert r["cpu_efficiency"] == pytest.approx(spent / r["wall_s"], rel=0.02), engine
 
 
+def test_the_opens_cpu_is_recorded_within_the_open_and_the_jobs_cpu(
+    small_files: dict[str, Path],
+) -> None:
+    """A profile takes the open's CPU (a handshake, streamer info) out of its open time once:
+    each engine records it, within the open's wall and within the job's CPU."""
+    for engine in ENGINES:
+        r = read(small_files["ordered"], engine=engine)
+        assert 0 < r["open_cpu_s"] <= r["open_s"] + 0.002, (engine, r["open_cpu_s"], r["open_s"])
+        assert r["open_cpu_s"] <= r["user_s"] + r["sys_s"], engine
+
+
 def test_record_carries_measurement_and_provenance(small_files: dict[str, Path]) -> None:
     r = read(small_files["ordered"], engine="uproot")
     for key in (

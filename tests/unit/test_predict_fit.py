@@ -272,3 +272,22 @@ def test_a_real_site_without_calibration_gets_defaults_that_say_so() -> None:
     assert prof.bandwidth_mbit.value == 1000.0 and "default" in prof.bandwidth_mbit.source
     assert any("no calibration" in n for n in prof.notes)
     assert prof.protocols["xrootd"].request_ms.fit is not None
+
+
+def test_an_opens_handshake_cpu_is_not_counted_twice() -> None:
+    """On the trial's GSI/TLS site each job's open spent CPU on its handshake, which its
+    user_s and sys_s hold as well as its open_s: taken off twice, the server time per request
+    came out 0. The open's CPU (``open_cpu_s``) is taken off once."""
+    handshake_s = 0.3
+    shaken = []
+    for r in synthetic():
+        cpu = r["user_s"] + r["sys_s"] + handshake_s
+        shaken.append({**r, "wall_s": r["wall_s"] + handshake_s, "user_s": cpu * 0.9,
+                       "sys_s": cpu * 0.1, "open_s": r["open_s"] + handshake_s,
+                       "open_cpu_s": handshake_s})  # fmt: skip
+    prof = fit_profile("wan", CALIBRATION, shaken)
+    for name, ms in SERVER_MS.items():
+        assert prof.protocols[name].request_ms.value == pytest.approx(ms, rel=1e-6), name
+    opens = prof.protocols["xrootd"].open_round_trips
+    assert opens is not None and opens.value == pytest.approx(OPEN_TRIPS)
+    assert prof.fit_quality and prof.fit_quality["within_10pct"] == 1.0

@@ -133,6 +133,9 @@ class Measurement:
     threads_note: str | None = None
     # Why cpu_efficiency is above 1 per core, when it is (instore.payload.threads.over_cores)
     cpu_efficiency_note: str | None = None
+    # The process's CPU during open_s (a TLS or GSI handshake, metadata): user_s and sys_s
+    # include it, so open_s less this is the open's wait on the storage. None: not recorded.
+    open_cpu_s: float | None = None
 
 
 @dataclass

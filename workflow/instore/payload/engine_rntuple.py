@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
-import time
 from typing import Any
 
 import pandas as pd
@@ -37,7 +36,7 @@ from instore.payload.engine import ClientOptions
 from instore.payload.maps import basket_frame
 from instore.payload.objects import DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
-from instore.payload.result import EngineResult
+from instore.payload.result import EngineResult, OpenClock
 from instore.payload.threads import CLUSTER, split_clusters, threads_note
 from instore.rootenv import declare, root, xrdclhttp_available
 from instore.urls import is_local_scheme
@@ -100,11 +99,11 @@ def _largest_cluster(pages: pd.DataFrame, chosen: list[str]) -> int:
 
 
 def run(
-    f: Any, url: str, obj: DataObject, pattern: Pattern, client: ClientOptions, t0: float
+    f: Any, url: str, obj: DataObject, pattern: Pattern, client: ClientOptions, t0: OpenClock
 ) -> EngineResult:
     cluster_cache = _cluster_cache(client.cache_bytes)
     job = _job(f, url, obj, cluster_cache)
-    open_s = time.perf_counter() - t0
+    open_s, open_cpu_s = t0.since()
     names = [str(n) for n in job.fields()]
     chosen = select_branches(names, {}, pattern.branches)
     entries = int(job.entries())
@@ -113,9 +112,10 @@ def run(
     if client.threads > 1 and client.mt_mode == CLUSTER:
         bounds = [int(b) for b in job.cluster_bounds()]
         ranges = split_clusters(bounds, first, stop, stride, client.threads) or ranges
-    t1 = time.perf_counter()
+    t1 = OpenClock.start()
     jobs = [job, *(_job(f, url, obj, cluster_cache) for _ in ranges[1:])]
-    open_s += time.perf_counter() - t1  # each thread's reader opens the file anew
+    more_s, more_cpu_s = t1.since()  # each thread's reader opens the file anew
+    open_s, open_cpu_s = open_s + more_s, open_cpu_s + more_cpu_s
     chosen_vec = root().std.vector("std::string")(chosen)
     readable = [str(n) for n in job.prepare(chosen_vec)]
     for other in jobs[1:]:
@@ -141,6 +141,7 @@ def run(
         fields_skipped_reason=str(job.skip_reason) or None,
         events=events,
         open_s=open_s,
+        open_cpu_s=open_cpu_s,
         bytes_read=counters["szReadPayload"] + max(0, counters["szReadOverhead"]),
         read_calls=counters["nRead"],
         vector_reads=counters["nReadV"],

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +23,7 @@ from instore.payload.engine import ClientOptions
 from instore.payload.maps import basket_frame
 from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
-from instore.payload.result import EngineResult
+from instore.payload.result import EngineResult, OpenClock
 from instore.payload.threads import CLUSTER, IMPLICIT, split_clusters, threads_note
 from instore.rootenv import declare, root, xrdclhttp, xrdclhttp_available
 from instore.urls import http_url, is_http, is_local, local_path
@@ -157,7 +156,7 @@ def run(url: str, obj: DataObject, pattern: Pattern, client: ClientOptions) -> E
     ROOT = root()
     if client.readahead_bytes is not None:
         ROOT.TFile.SetReadaheadSize(client.readahead_bytes)
-    t0 = time.perf_counter()
+    t0 = OpenClock.start()
     f = _open(url)
     try:
         if obj.format == RNTUPLE:
@@ -176,12 +175,12 @@ def _run_tree(
     obj: DataObject,
     pattern: Pattern,
     cache_bytes: int | None,
-    t0: float,
+    t0: OpenClock,
     mt_mode: str | None = None,
 ) -> EngineResult:
     ROOT, cpp = root(), declare("payload")
     tree = _get_tree(f, url, obj)
-    open_s = time.perf_counter() - t0
+    opened = t0.since()
     names, counters = _branches(tree)
     chosen = select_branches(names, counters, pattern.branches)
     first, stop, stride = entry_selection(int(tree.GetEntries()), pattern)
@@ -205,7 +204,7 @@ def _run_tree(
     if loop.error:
         raise OSError(str(loop.error))
     read = Loops([f], [loop], [log], calls_before)
-    return _result(f, tree, obj, names, chosen, (first, stop, stride), read, open_s)
+    return _result(f, tree, obj, names, chosen, (first, stop, stride), read, opened)
 
 
 @dataclass
@@ -227,7 +226,7 @@ def _result(
     chosen: list[str],
     selection: tuple[int, int, int],
     read: Loops,
-    open_s: float,
+    opened: tuple[float, float],
     **threads: Any,
 ) -> EngineResult:
     """The job's result, every counter summed over its threads' files, loops and logs (one of
@@ -245,7 +244,8 @@ def _result(
         branches_total=len(names),
         branches_read=len(chosen),
         events=sum(int(loop.events) for loop in read.loops),
-        open_s=open_s,
+        open_s=opened[0],
+        open_cpu_s=opened[1],
         bytes_read=sum(int(x.GetBytesRead()) for x in read.files),
         read_calls=calls,
         vector_reads=sum(int(loop.cache_fills) for loop in read.loops),
@@ -284,7 +284,7 @@ def _parallel(
 
 
 def _run_tree_threads(
-    f: Any, url: str, obj: DataObject, pattern: Pattern, client: ClientOptions, t0: float
+    f: Any, url: str, obj: DataObject, pattern: Pattern, client: ClientOptions, t0: OpenClock
 ) -> EngineResult:
     """The entries split by cluster over ``client.threads`` threads, each reading through its
     own TFile, TTree and TTreeCache (as TTreeProcessorMT and RDataFrame do); every counter is
@@ -301,7 +301,7 @@ def _run_tree_threads(
         for _ in ranges[1:]:
             files.append(_open(url))
             trees.append(_get_tree(files[-1], url, obj))
-        open_s = time.perf_counter() - t0
+        opened = t0.since()
         logs += [cpp.ReadLog(f"instore_perf_{k}", t) for k, t in enumerate(trees)]
         calls_before = sum(int(x.GetReadCalls()) for x in files)
         cache = -1 if client.cache_bytes is None else client.cache_bytes
@@ -311,7 +311,7 @@ def _run_tree_threads(
         if errors:
             raise OSError(errors[0])
         read = Loops(files, loops, logs, calls_before)
-        return _result(f, tree, obj, names, chosen, (first, stop, stride), read, open_s,
+        return _result(f, tree, obj, names, chosen, (first, stop, stride), read, opened,
                        threads_used=len(ranges),
                        threads_note=threads_note(client.threads, len(ranges), len(bounds) - 1))  # fmt: skip
     finally:

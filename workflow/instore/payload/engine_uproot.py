@@ -8,7 +8,6 @@ import math
 import os
 import shutil
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -21,7 +20,7 @@ from instore.payload.engine import ClientOptions, UprootKnobs
 from instore.payload.maps import basket_map, page_map
 from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
-from instore.payload.result import EngineResult
+from instore.payload.result import EngineResult, OpenClock
 from instore.storage.source import source_class
 
 
@@ -97,11 +96,11 @@ def run(url: str, obj: DataObject, pattern: Pattern, client: ClientOptions) -> E
         knobs.max_range_gap, knobs.max_request_ranges, knobs.max_request_bytes
     )
     handler = source_class(coalesce, knobs.timeout)
-    t0 = time.perf_counter()
+    t0 = OpenClock.start()
     file = objects.open_file(url, handler=handler, **_executors(client.threads))
     with file:
         data = objects.get(file, url, obj)
-        open_s = time.perf_counter() - t0
+        open_s, open_cpu_s = t0.since()
         try:
             if obj.format == RNTUPLE:
                 names, chosen, events, needed = _ntuple_read(data, pattern)
@@ -128,6 +127,7 @@ def run(url: str, obj: DataObject, pattern: Pattern, client: ClientOptions) -> E
             branches_read=len(chosen),
             events=events,
             open_s=open_s,
+            open_cpu_s=open_cpu_s,
             bytes_read=sum(n for _, n in reads),
             read_calls=len(reads),
             vector_reads=source.requests,

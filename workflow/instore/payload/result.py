@@ -2,7 +2,26 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class OpenClock:
+    """When a job's open began, on the wall clock and on the process's CPU clock: an open's
+    time is partly CPU (a TLS or GSI handshake, ROOT's streamer info, uproot's metadata) which
+    the job's CPU already counts, and partly a wait on the storage, which a model fits apart."""
+
+    wall: float
+    cpu: float
+
+    @classmethod
+    def start(cls) -> OpenClock:
+        return cls(time.perf_counter(), time.process_time())
+
+    def since(self) -> tuple[float, float]:
+        """Wall and CPU seconds since the start."""
+        return time.perf_counter() - self.wall, time.process_time() - self.cpu
 
 
 @dataclass
@@ -21,6 +40,7 @@ class EngineResult:
     fields_skipped_reason: str | None = None
     events: int = 0
     open_s: float = 0.0
+    open_cpu_s: float = 0.0  # the process's CPU during the open (part of open_s)
     bytes_read: int = 0
     read_calls: int = 0
     vector_reads: int = 0
@@ -33,7 +53,15 @@ class EngineResult:
 
     def plus(self, other: EngineResult) -> EngineResult:
         """Two passes over the same file as one result (the HEPiX fixed-time method)."""
-        summed = ("events", "open_s", "bytes_read", "read_calls", "vector_reads", "bytes_needed")
+        summed = (
+            "events",
+            "open_s",
+            "open_cpu_s",
+            "bytes_read",
+            "read_calls",
+            "vector_reads",
+            "bytes_needed",
+        )
         merged = replace(self, **{k: getattr(self, k) + getattr(other, k) for k in summed})
         merged.reads = self.reads + other.reads
         merged.counters = {k: v + other.counters.get(k, 0) for k, v in self.counters.items()}

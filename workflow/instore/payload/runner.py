@@ -269,6 +269,7 @@ def _measurement(
         events=r.events,
         wall_s=wall,
         open_s=r.open_s,
+        open_cpu_s=r.open_cpu_s,
         stage_in_s=stage_s,
         user_s=user,
         sys_s=sys_,

@@ -21,9 +21,10 @@ What each parameter comes from:
 - ``disk_parallel``: the calibration's fio random reads at queue depth 16 over those at 1 (how
   many requests the disk serves side by side: an SSD several); 1 where fio ran only at 1.
 - each protocol's ``request_ms``: least squares over that protocol's payload points of their
-  time away from CPU after the open (wall - user - sys - open) against read calls, after the
-  round trips, disk and transfer the other parameters give (clipped at 0); its
-  ``open_round_trips``: the points' median open time over the RTT.
+  time away from CPU after the open (wall - user - sys - the open's wait) against read calls,
+  after the round trips, disk and transfer the other parameters give (clipped at 0); its
+  ``open_round_trips``: the points' median open time off CPU over the RTT (the open's own
+  CPU, a TLS or GSI handshake, is in the job's CPU already).
 - a FUSE mount's ``in_flight_kb``: its reads go to the server it mounts (xrootdfs: the site's
   XRootD, whose ``request_ms`` it takes), but the kernel sends an application's read as 128 kB
   requests with only a few in flight, so its bytes flow slower than the link's: the rate its
@@ -156,10 +157,17 @@ def fit_client_cpu(points: Sequence[dict[str, Any]]) -> tuple[Param, Param]:
     return per_call, per_mb
 
 
+def open_wait_of(r: dict[str, Any]) -> float:
+    """A payload point's open time off CPU: ``open_s`` less the CPU the open spent
+    (``open_cpu_s``: a TLS or GSI handshake, streamer info), which the job's CPU already
+    counts; the whole ``open_s`` for a record from before the open's CPU was kept."""
+    return max(0.0, float(r.get("open_s") or 0.0) - float(r.get("open_cpu_s") or 0.0))
+
+
 def away_of(r: dict[str, Any]) -> float:
-    """A payload point's time off CPU after its file's open (``open_s``: ROOT's or uproot's
-    open reads the header and metadata, a job's fixed cost, fitted apart as round trips)."""
-    return max(0.0, float(r["wall_s"]) - cpu_of(r) - float(r.get("open_s") or 0.0))
+    """A payload point's time off CPU after its file's open (ROOT's or uproot's open reads the
+    header and metadata, a job's fixed cost, fitted apart as round trips)."""
+    return max(0.0, float(r["wall_s"]) - cpu_of(r) - open_wait_of(r))
 
 
 def io_terms(r: dict[str, Any], rtt_s: float, per_byte: float, disk: DiskRule) -> float:
@@ -242,12 +250,12 @@ def fit_protocols(points: Sequence[dict[str, Any]], rtt_s: float, per_byte: floa
 
 
 def _open_round_trips(name: str, members: Sequence[dict[str, Any]], rtt_s: float) -> Param | None:
-    opens = [float(r["open_s"]) for r in members if r.get("open_s")]
+    opens = [open_wait_of(r) for r in members if r.get("open_s")]
     if not opens or rtt_s <= 0 or name == POSIX:
         return None
     return Param(statistics.median(opens) / rtt_s,
-                 f"{_sections(members)}: the median open time of {len(opens)} {name} points "
-                 "over the RTT", {"points": len(opens)})  # fmt: skip
+                 f"{_sections(members)}: the median open time off CPU of {len(opens)} {name} "
+                 "points over the RTT", {"points": len(opens)})  # fmt: skip
 
 
 def fit_in_flight(members: Sequence[dict[str, Any]], rtt_s: float, per_byte: float,
@@ -283,7 +291,7 @@ def payload_wall(r: dict[str, Any], profile: Profile) -> float:
     flow = profile.flow_bytes_per_s(proto or Protocol(Param(0.0, "none")))
     server = (proto.request_ms.value or 0.0) / 1e3 if proto else 0.0
     trips = proto.open_round_trips.value if proto and proto.open_round_trips else None
-    opened = (trips or 0.0) * rtt_s if trips is not None else float(r.get("open_s") or 0.0)
+    opened = (trips or 0.0) * rtt_s if trips is not None else open_wait_of(r)
     return (cpu_of(r) + opened + io_terms(r, rtt_s, 1.0 / flow, disk_rule(profile))
             + float(r["read_calls"]) * server)  # fmt: skip
 
