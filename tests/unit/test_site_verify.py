@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from instore.site import PreflightError, load_site
 from instore.site import verify as verify_module
+from instore.site.command import PROGRESS
 from instore.site.real import open_real
 from instore.site.session import site_as_it_is
 from instore.storage import base as storage_base
@@ -73,7 +74,7 @@ def test_site_preflight_all_says_what_it_checks_before_the_long_wait(posix_site:
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     told = [i for i, ln in enumerate(lines) if ln.startswith(
-        "instore site: site local: checking 2 test files behind 1 endpoint(s)")]  # fmt: skip
+        PROGRESS + "site local: checking 2 test files behind 1 endpoint(s)")]  # fmt: skip
     assert told and told[0] < lines.index("site local: ok"), done.stderr
 
 

@@ -22,6 +22,10 @@ from instore.site.emulated.system import cmdline
 from instore.site.real import RealLive
 from instore.site.session import site_as_it_is, using_site
 
+# How the preflight's progress lines begin on stderr: a script that reads its failure lines
+# (one per endpoint, between the credential's line and the verdict) skips these.
+PROGRESS = "instore site: "
+
 
 def _up(args: argparse.Namespace) -> int:
     cfg = load_site(args.name)
@@ -103,7 +107,7 @@ def _preflight_dataset(live: RealLive, results: Path) -> int:
 
 def _preflight(args: argparse.Namespace) -> int:
     # what the check reads before its wait (every copy checksummed: minutes for a full profile)
-    logging.basicConfig(level=logging.INFO, format="instore site: %(message)s")
+    logging.basicConfig(level=logging.INFO, format=PROGRESS + "%(message)s")
     cfg = load_site(args.name)
     live = site_as_it_is(cfg, Path(args.results))
     if not cfg.emulated:
@@ -202,7 +206,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pre = sub.add_parser("preflight", help="check the credential, that every endpoint answers "
                          "and, for a real site, that the test files there equal the local copies "
                          "(size, adler32) and open with the jobs' credentials; one line per "
-                         "failing endpoint, naming the cause. A site with its own dataset: "
+                         "failing endpoint, naming the cause (lines that begin 'instore site:' say what "
+                         "it checks, before the wait). A site with its own dataset: "
                          "each of its files found behind every endpoint, opened and listed")  # fmt: skip
     pre.add_argument("name", help="site name or path")
     pre.add_argument("--file", action="append", default=[], metavar="NAME",
