@@ -3,7 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Callable, Sequence
+
+# Marks the handler ``log_progress`` installed, so that the next command's replaces it
+_PROGRESS_HANDLER = "instore_progress"
+
+
+def log_progress(prefix: str) -> None:
+    """Send instore's INFO lines (a command's progress) to the current stderr, each after
+    ``prefix``. Set on the package's logger, not the root one: a process that runs several
+    commands (a test, a notebook) gets each command's own prefix on its own stderr, and a
+    caller's own logging set-up is left as it was."""
+    logger = logging.getLogger("instore")
+    for handler in [h for h in logger.handlers if h.get_name() == _PROGRESS_HANDLER]:
+        logger.removeHandler(handler)
+    handler = logging.StreamHandler()  # sys.stderr as it is now
+    handler.set_name(_PROGRESS_HANDLER)
+    handler.setFormatter(logging.Formatter(prefix + "%(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
 
 
 def comma_choices(

@@ -7,12 +7,14 @@ import logging
 import time
 from pathlib import Path
 
-from instore.cliutil import comma_choices
+from instore.cliutil import comma_choices, log_progress
 from instore.errors import InstoreError
 from instore.generate.layouts import DEFAULT_LAYOUTS, generate_files
 from instore.generate.spec import RNTUPLE_DEFAULTS
 from instore.generate.template import load_template, named_templates
 from instore.vocabulary import LAYOUTS
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -115,7 +117,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="instore generate: %(message)s")
+    log_progress("instore generate: ")
     start = time.monotonic()
     if args.repeat is not None:
         return _repeat(args, start)
@@ -126,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         if args.save_template:
             template.name = args.save_template.stem
             template.save(args.save_template)
-            logging.info("saved template %s (%d branches) to %s", template.name,
+            log.info("saved template %s (%d branches) to %s", template.name,
                          len(template.branches), args.save_template)  # fmt: skip
         if args.compare:
             from instore.generate.compare import compare_to_template
@@ -155,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     )
     for path in written.values():
         print(f"{path}\t{path.stat().st_size / 1e6:.1f} MB")
-    logging.info("wrote %d file(s) in %.1f s", len(written), time.monotonic() - start)
+    log.info("wrote %d file(s) in %.1f s", len(written), time.monotonic() - start)
     return 0
 
 
@@ -174,6 +176,6 @@ def _repeat(args: argparse.Namespace, start: float) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     path = repeat_file(args.repeat, args.copies, args.fileset, args.out)
     print(f"{path}\t{path.stat().st_size / 1e6:.1f} MB")
-    logging.info("wrote %s (%d copies of %s) in %.1f s", path.name, args.copies, args.repeat.name,
+    log.info("wrote %s (%d copies of %s) in %.1f s", path.name, args.copies, args.repeat.name,
                  time.monotonic() - start)  # fmt: skip
     return 0

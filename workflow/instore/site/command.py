@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from instore import credentials
+from instore.cliutil import log_progress
 from instore.errors import InstoreError
 from instore.site import calibrate as calib
 from instore.site import emulated
@@ -107,7 +107,7 @@ def _preflight_dataset(live: RealLive, results: Path) -> int:
 
 def _preflight(args: argparse.Namespace) -> int:
     # what the check reads before its wait (every copy checksummed: minutes for a full profile)
-    logging.basicConfig(level=logging.INFO, format=PROGRESS + "%(message)s")
+    log_progress(PROGRESS)
     cfg = load_site(args.name)
     live = site_as_it_is(cfg, Path(args.results))
     if not cfg.emulated:
@@ -206,7 +206,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pre = sub.add_parser("preflight", help="check the credential, that every endpoint answers "
                          "and, for a real site, that the test files there equal the local copies "
                          "(size, adler32) and open with the jobs' credentials; one line per "
-                         "failing endpoint, naming the cause (lines that begin 'instore site:' say what "
+                         f"failing endpoint, naming the cause (lines that begin '{PROGRESS.strip()}' say what "
                          "it checks, before the wait). A site with its own dataset: "
                          "each of its files found behind every endpoint, opened and listed")  # fmt: skip
     pre.add_argument("name", help="site name or path")

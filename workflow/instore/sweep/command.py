@@ -6,7 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from instore.cliutil import comma_choices
+from instore.cliutil import comma_choices, log_progress
 from instore.errors import InstoreError
 from instore.site import load_site
 from instore.study import SECTIONS, load_study
@@ -17,6 +17,8 @@ from instore.sweep.options import LAUNCHES, SweepOptions, SweepSummary
 from instore.sweep.runner import run_site
 from instore.sweep.store import records_older_than
 from instore.vocabulary import RUNTIME_SETTINGS
+
+log = logging.getLogger(__name__)
 
 FAILED_POINTS = 1  # exit status when some points' jobs failed (they are in the tables)
 
@@ -140,9 +142,7 @@ def force_measure(args: argparse.Namespace) -> bool:
         args.results, load_site(args.site).name, args.sections, args.resume_if_current
     )
     if stale:
-        logging.info(
-            "records older than %s: remeasuring", ", ".join(map(str, args.resume_if_current))
-        )
+        log.info("records older than %s: remeasuring", ", ".join(map(str, args.resume_if_current)))
     return stale
 
 
@@ -154,7 +154,7 @@ def exit_status(summary: SweepSummary, failed_points_ok: bool) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="instore sweep: %(message)s")
+    log_progress("instore sweep: ")
     if args.nodes < 1:
         raise InstoreError(f"--nodes {args.nodes} is not a node count", "give --nodes 1 or more")
     study = load_study(args.study, {"profile": args.profile})
