@@ -6,6 +6,7 @@ exceeds 1."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,8 +14,9 @@ import pytest
 from instore.errors import InstoreError
 from instore.predict.compiled import compile_trace
 from instore.predict.model import Scenario, predict
-from instore.predict.profile import Param, Profile, Protocol, XCache
+from instore.predict.profile import Param, Profile, Protocol, XCache, from_dict
 from instore.predict.readahead import mount_plan
+from instore.predict.tcp import INITIAL_WINDOW_BYTES
 from instore.replay.trace import load_trace
 
 DATA = Path(__file__).parent / "data"
@@ -74,6 +76,16 @@ def small_reads(
     return [[(i * stride, size)] for i in range(n)]
 
 
+def ramp_s(size: float, rate: float, rtt_s: float) -> float:
+    """A new connection's response of ``size`` bytes, in closed form: whole round trips of slow
+    start (the initial window doubling) until the window fills the path (rate x RTT), the rest
+    at the rate. For a size beyond what those rounds send."""
+    rounds = math.ceil(math.log2(rate * rtt_s / INITIAL_WINDOW_BYTES))
+    sent = INITIAL_WINDOW_BYTES * (2**rounds - 1)
+    assert size > sent
+    return rounds * rtt_s + (size - sent) / rate
+
+
 def io_time(pred: object) -> float:
     return pred.wall_s - pred.breakdown["think"]  # type: ignore[attr-defined]
 
@@ -108,7 +120,9 @@ def test_stage_in_copies_each_file_once_then_reads_it_from_the_page_cache(tmp_pa
     staged, remote = predict(c, p, Scenario(protocol="stage-in")), predict(c, p)
     size = c.file_sizes[0]
     assert size == 49 * (1 << 20) + 4096
-    assert staged.breakdown["transfer"] == pytest.approx(size * 8 / 1e9, rel=0.01)
+    # a copy opens a connection of its own: its window ramps up over 7 round trips first
+    assert staged.breakdown["transfer"] == pytest.approx(ramp_s(size, 1e9 / 8, 0.010), rel=0.01)
+    assert staged.breakdown["transfer"] > size * 8 / 1e9 + 0.05
     assert staged.breakdown["round_trips"] == pytest.approx(2 * 0.010, rel=0.01)
     assert remote.breakdown["round_trips"] > 50 * 0.010
 
@@ -225,13 +239,15 @@ def test_fuse_read_is_one_round_trip_flowing_no_faster_than_its_bytes_in_flight(
     tmp_path: Path,
 ) -> None:
     # the kernel sends a 16 MiB read as 128 kB requests a few at a time: one round trip, and a
-    # flow of 256 kB per 50 ms (5.24 MB/s) where the link would give 125 MB/s
+    # flow of 256 kB per 50 ms (5.24 MB/s) where the link would give 125 MB/s; either way the
+    # connection's window ramps up first (5 round trips to 256 kB in flight, 9 to the link's)
     c = compile_trace(load_trace(write_trace(tmp_path, [[(0, 16 << 20)]])))
     p = profile(rtt_ms=Param(50.0, "given"))
     fuse, xrd = predict(c, p, Scenario(protocol="fuse")), predict(c, p)
     assert fuse.breakdown["round_trips"] == pytest.approx(0.050 * (1 + 3), rel=0.01)
-    assert fuse.breakdown["transfer"] == pytest.approx((16 << 20) / (256 * 1024 / 0.05), rel=0.02)
-    assert xrd.breakdown["transfer"] == pytest.approx((16 << 20) / 125e6, rel=0.05)
+    mount_rate = 256 * 1024 / 0.05
+    assert fuse.breakdown["transfer"] == pytest.approx(ramp_s(16 << 20, mount_rate, 0.05), rel=0.01)
+    assert xrd.breakdown["transfer"] == pytest.approx(ramp_s(16 << 20, 125e6, 0.05), rel=0.01)
 
 
 def test_disk_serves_what_its_readahead_brought_in_and_seeks_for_the_rest(tmp_path: Path) -> None:
@@ -326,3 +342,28 @@ def test_client_cpu_of_this_site_replaces_the_recordings(tmp_path: Path) -> None
     moved = predict(c, wan, Scenario(recorded_on=lan))
     assert moved.wall_s - same.wall_s == pytest.approx(100 * 500e-6, rel=0.01)
     assert moved.cpu_s - same.cpu_s == pytest.approx(100 * 500e-6, rel=0.01)
+
+
+def test_reads_after_a_pause_ramp_up_again_unless_the_server_keeps_its_window(
+    tmp_path: Path,
+) -> None:
+    """Ten 256 kB reads a second apart on a 25 ms, 100 Mbit/s path: each one's connection has
+    been idle beyond its retransmission timeout, so each ramps up from the initial window (four
+    round trips more than its bytes); a server with tcp_slow_start_after_idle = 0 pays that only
+    on its way up. Profiles written before this parameter read as Linux's default (1)."""
+    reads = [[(i * (1 << 20), 256 * 1024)] for i in range(10)]
+    c = compile_trace(load_trace(write_trace(tmp_path, reads, think=1.0)))
+    wan = profile(rtt_ms=Param(25.0, "given"), bandwidth_mbit=Param(100.0, "given"))
+    kept = replace(wan, tcp_slow_start_after_idle=Param(0.0, "given"))
+    bytes_s = 256 * 1024 / 12.5e6
+    ramped, steady = predict(c, wan), predict(c, kept)
+    assert ramped.breakdown["transfer"] == pytest.approx(10 * (4 * 0.025 + 0.0036), rel=0.02)
+    # kept: the first ramps up (to 232 kB), the second takes one round trip more to fill the
+    # path's 312 kB, the other eight flow at the rate
+    second = 0.025 + (256 * 1024 - INITIAL_WINDOW_BYTES * 16) / 12.5e6
+    assert steady.breakdown["transfer"] == pytest.approx(
+        4 * 0.025 + 0.0036 + second + 8 * bytes_s, rel=0.01
+    )
+    data = wan.as_dict()
+    del data["parameters"]["tcp_slow_start_after_idle"]
+    assert from_dict(data).tcp_slow_start_after_idle.value == 1.0

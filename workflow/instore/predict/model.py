@@ -20,7 +20,9 @@ What it does, request by request (``Compiled`` prepares a trace once, ``predict`
 - **Streams side by side**: requests of different streams are in flight at once, as recorded.
 - **A link shared by its flows**: the link is one server of the profile's bandwidth: a
   transfer occupies it for bytes / bandwidth, in the order the data is ready, and one flow is
-  no faster than its TCP window / RTT where the window binds.
+  no faster than its TCP window / RTT where the window binds; each client's connection ramps
+  its window up from the initial one by round trips, and again after an idle spell
+  (``instore.predict.tcp``), a stage-in copy on a connection of its own.
 - **A disk queueing every client's requests, behind a page cache**: a chunk the page cache
   holds (read ahead by an earlier request of that file) costs no disk time; any other is one
   disk request that reads the chunk and the readahead after it (the kernel's): a FIFO queue
@@ -71,6 +73,7 @@ from instore.predict.compiled import (
 from instore.predict.disk import page_in
 from instore.predict.profile import Profile
 from instore.predict.readahead import MAX_PAGES, PAGE, mount_plan
+from instore.predict.tcp import INITIAL_WINDOW_BYTES, Connection
 
 MB = 1e6
 LOCAL = (POSIX,)
@@ -223,6 +226,14 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
     heapq.heapify(heap)
     per_flow = 1.0 / flow
     per_bw = 1.0 / bw
+    # each client's connection to the server (its window grows and, idle, shrinks: tcp.py)
+    initial = (profile.tcp_initial_window_kb.value or 0.0) * 1024 or INITIAL_WINDOW_BYTES
+    restart = bool(profile.tcp_slow_start_after_idle.value)
+
+    def connection(hop: float) -> Connection:
+        return Connection(hop, flow, initial, restart)
+
+    connections = [connection(rtt) for _ in range(clients)]
 
     def remote(c: int, key: int, pc: Piece, t: float, hop: float, cost: float,
                own: list[float]) -> float:  # fmt: skip
@@ -253,7 +264,10 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
             if link_free[0] > l_start:
                 l_start = link_free[0]
             link_free[0] = l_start + size * per_bw
-            done = max(l_start + size * per_flow, d_end, link_free[0]) + hop / 2
+            # a copy (stage-in: key < 0) opens a connection of its own
+            conn = connection(hop) if key < 0 else connections[c]
+            flowing = conn.flow_time(size, l_start) if hop else size * per_flow
+            done = max(l_start + flowing, d_end, link_free[0]) + hop / 2
             # the disk's streaming overlaps the transfer: only what the link does not hide
             on_disk = d_seek + max(0.0, d_end - d_start - d_seek - size * per_flow)
         own[1] += hop

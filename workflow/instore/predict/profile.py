@@ -18,8 +18,11 @@ from typing import Any
 
 from instore.access import XCACHE, XROOTD
 from instore.errors import InstoreError
+from instore.predict.tcp import INITIAL_WINDOW_BYTES
 
 PROFILE_VERSION = 1
+INITIAL_WINDOW_SOURCE = "default: Linux's initial window, 10 segments of 1448 bytes"
+SLOW_START_AFTER_IDLE_SOURCE = "default: Linux's net.ipv4.tcp_slow_start_after_idle = 1"
 FILE_NAME = "profile.json"
 PROFILE_HINT = "write it with `instore predict --fit SITE`, or by hand as docs/predict.md shows"
 
@@ -101,6 +104,14 @@ class Profile:
     # random reads the disk serves side by side, each in disk_random_ms x the count rounded up
     # over the value (an SSD several; a spinning or throttled disk 1)
     disk_parallel: Param = field(default_factory=lambda: Param(1.0, "default: one at a time"))
+    # a connection's first window, and whether an idle one shrinks back towards it (Linux's
+    # net.ipv4.tcp_slow_start_after_idle, 1 or 0): how fast a response ramps up (tcp.py)
+    tcp_initial_window_kb: Param = field(
+        default_factory=lambda: Param(INITIAL_WINDOW_BYTES / 1024, INITIAL_WINDOW_SOURCE)
+    )
+    tcp_slow_start_after_idle: Param = field(
+        default_factory=lambda: Param(1.0, SLOW_START_AFTER_IDLE_SOURCE)
+    )
 
     @property
     def disk_iops(self) -> float | None:
@@ -152,7 +163,7 @@ class Profile:
     def as_dict(self) -> dict[str, Any]:
         keys = ("rtt_ms", "bandwidth_mbit", "tcp_window_kb", "disk_seq_mb_per_s",
                 "disk_random_ms", "disk_burst_ios", "disk_parallel", "client_cpu_request_us",
-                "client_cpu_mb_ms")  # fmt: skip
+                "client_cpu_mb_ms", "tcp_initial_window_kb", "tcp_slow_start_after_idle")  # fmt: skip
         return {
             "profile_version": PROFILE_VERSION,
             "site": self.site,
@@ -194,6 +205,17 @@ def from_dict(data: dict[str, Any], source: str | Path = "profile") -> Profile:
         disk_parallel=_param(p.get("disk_parallel", 1.0)),
         client_cpu_request_us=_param(p.get("client_cpu_request_us", 0.0)),
         client_cpu_mb_ms=_param(p.get("client_cpu_mb_ms", 0.0)),
+        tcp_initial_window_kb=_param(
+            p.get(
+                "tcp_initial_window_kb",
+                {"value": INITIAL_WINDOW_BYTES / 1024, "source": INITIAL_WINDOW_SOURCE},
+            )
+        ),
+        tcp_slow_start_after_idle=_param(
+            p.get(
+                "tcp_slow_start_after_idle", {"value": 1.0, "source": SLOW_START_AFTER_IDLE_SOURCE}
+            )
+        ),
         protocols={
             name: Protocol(
                 _param(v["request_ms"]),
