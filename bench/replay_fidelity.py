@@ -348,6 +348,7 @@ def main() -> None:
                             "kernel": platform.release()},
                 "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "runs": args.runs, "traces": "make study's" if args.study_traces else "recorded first",
+                "commands": [" ".join(["python", "bench/replay_fidelity.py", *sys.argv[1:]])],
                 "recorded": {n: {k: m.get(k) for k in ("start_unix", "wall_s", "cpu_s", "warm_up")}
                              for n, m in recorded.items()},
                 "rows": [*old, *rows]}, indent=1) + "\n")  # fmt: skip

@@ -212,18 +212,35 @@ def _serial_verdict(r: dict[str, Any]) -> str | None:
     return "closer" if abs(replay - real) < abs(serial - real) else "farther"
 
 
+def _recorded_cpu(rows: list[dict[str, Any]]) -> str:
+    """Each analysis's recorded CPU, as its rows' recordings have it (one per invocation)."""
+    by_trace: dict[str, list[float]] = {}
+    for r in rows:
+        seen = by_trace.setdefault(TRACE_NAMES.get(r["trace"], r["trace"]), [])
+        if r["recorded_cpu_s"] not in seen:
+            seen.append(r["recorded_cpu_s"])
+    return ", ".join(f"{name} {' and '.join(f'{v:.2f} s' for v in values)}"
+                     for name, values in by_trace.items())  # fmt: skip
+
+
 def replay_fidelity() -> str:
     d = _load("fidelity_results.json")
     out = "## Does a replay predict the real job?\n\n"
     measured = [r for r in d["rows"] if "error" not in r]
+    # the command each invocation ran (older files: the one command they were made with)
+    commands = d.get("commands") or [
+        "python bench/replay_fidelity.py --sites lan-hdd wan --wan-rtt 50 --xcache "
+        f"--runs {d['runs']}"
+    ]
     out += (
-        "`python bench/replay_fidelity.py --sites lan-hdd wan --wan-rtt 50 --xcache --runs 3` "
-        f"(written to `bench/fidelity_results.json`), {_fidelity_when(d)} on "
+        " and ".join(f"`{c}`" for c in commands)
+        + (f" ({d['merged']})" if d.get("merged") else "")
+        + f" (written to `bench/fidelity_results.json`), {_fidelity_when(d)} on "
         f"{_machine(d['machine'])}. Each analysis is recorded first on lan-ssd over root:// "
-        "(as `make study` records it); the real analysis then runs on each site and the "
-        "replay of that one trace runs beside it, alternating, with the data cold and the "
-        f"software warm; medians of {d['runs']}. The recorded CPU: "
-        + ", ".join(f"{TRACE_NAMES.get(k, k)} {v['cpu_s']:.2f} s" for k, v in d["recorded"].items())
+        "(as `make study` records it; each invocation records its own); the real analysis "
+        "then runs on each site and the replay of that one trace runs beside it, alternating, "
+        f"with the data cold and the software warm; medians of {d['runs']}. The recorded CPU: "
+        + _recorded_cpu(measured)
         + ". *Waiting* is the wall minus the job's CPU (for the replay, the recorded CPU): "
         "what the storage added (none for a job of several threads: its threads' CPU overlaps). A "
         "multi-threaded job's replay issues the streams of its "
