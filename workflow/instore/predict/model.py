@@ -266,7 +266,15 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
             link_free[0] = l_start + size * per_bw
             # a copy (stage-in: key < 0) opens a connection of its own
             conn = connection(hop) if key < 0 else connections[c]
-            flowing = conn.flow_time(size, l_start) if hop else size * per_flow
+            if not hop:
+                flowing = size * per_flow
+            elif conn.window >= conn.path and (
+                not restart or l_start - conn.sent_until <= conn.rto  # type: ignore[operator]
+            ):  # its window fills the path and it has not idled: flow_time's steady case, inline
+                flowing = size * per_flow
+                conn.sent_until = l_start + flowing
+            else:
+                flowing = conn.flow_time(size, l_start)
             done = max(l_start + flowing, d_end, link_free[0]) + hop / 2
             # the disk's streaming overlaps the transfer: only what the link does not hide
             on_disk = d_seek + max(0.0, d_end - d_start - d_seek - size * per_flow)

@@ -17,7 +17,7 @@ the largest reads after a pause.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Linux's initial window (RFC 6928): 10 segments of the 1448 bytes a 1500-byte MTU carries
 INITIAL_WINDOW_BYTES = 10 * 1448
@@ -29,7 +29,7 @@ def retransmission_timeout(rtt_s: float) -> float:
     return rtt_s + RTO_MIN_S
 
 
-@dataclass
+@dataclass(slots=True)
 class Connection:
     """One client's connection to one server: its window and when it last sent."""
 
@@ -39,39 +39,46 @@ class Connection:
     restart_after_idle: bool = True
     window: float = 0.0  # bytes; 0: not opened yet (the initial window)
     sent_until: float | None = None  # when its last byte left the server
+    path: float = field(init=False)  # bytes in flight that fill the path (rate x RTT)
+    rto: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.path = self.rate * self.rtt_s
+        self.rto = retransmission_timeout(self.rtt_s)
 
     def flow_time(self, size: float, start: float) -> float:
         """Seconds from the server's first byte of a ``size``-byte response at ``start`` to its
         last, with the window grown (and after idleness shrunk) as Linux does; the window is
         kept for the next response."""
-        window = self._window_at(start)
-        path = self.rate * self.rtt_s  # bytes in flight that fill the path
-        elapsed, left = 0.0, float(size)
-        while left > 0:
-            if window >= path:
-                elapsed += left / self.rate
-                break
-            sent = min(window, left)
-            left -= sent
-            if left > 0:
-                elapsed += self.rtt_s  # wait for the acknowledgements, then twice as many
-                window *= 2
-            else:
-                elapsed += sent / self.rate
-        self.window = min(max(window, self.initial), 2 * max(path, self.initial))
+        window = self.window or self.initial
+        if (self.restart_after_idle and self.sent_until is not None
+                and start - self.sent_until > self.rto):  # fmt: skip
+            window = self._shrunk(window, start - self.sent_until)
+        if window >= self.path:  # the window fills the path: the bytes flow at the rate
+            elapsed = size / self.rate
+        else:
+            elapsed, left = 0.0, float(size)
+            while left > 0:
+                if window >= self.path:
+                    elapsed += left / self.rate
+                    break
+                sent = min(window, left)
+                left -= sent
+                if left > 0:
+                    elapsed += self.rtt_s  # wait for the acknowledgements, then twice as many
+                    window *= 2
+                else:
+                    elapsed += sent / self.rate
+            window = min(window, 2 * max(self.path, self.initial))
+        self.window = max(window, self.initial)
         self.sent_until = start + elapsed
         return elapsed
 
-    def _window_at(self, start: float) -> float:
-        if self.window <= 0:
-            return self.initial
-        window = self.window
-        if self.restart_after_idle and self.sent_until is not None:
-            rto = retransmission_timeout(self.rtt_s)
-            idle = start - self.sent_until - rto
-            restart = min(self.initial, window)
-            while idle > 0 and window > restart:  # halved for every timeout of idleness
-                window /= 2
-                idle -= rto
-            window = max(window, restart)
-        return window
+    def _shrunk(self, window: float, idle: float) -> float:
+        """Linux's tcp_cwnd_restart: halved for every timeout of idleness, to the initial."""
+        restart = min(self.initial, window)
+        idle -= self.rto
+        while idle > 0 and window > restart:
+            window /= 2
+            idle -= self.rto
+        return max(window, restart)
