@@ -34,8 +34,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
 from instore.predict.compiled import compile_trace  # noqa: E402
-from instore.predict.model import Scenario, predict  # noqa: E402
+from instore.predict.model import predict  # noqa: E402
 from instore.predict.profile import from_dict  # noqa: E402
+from instore.predict.scenario import Scenario  # noqa: E402
 from instore.replay.trace import load_trace, write_trace  # noqa: E402
 
 OUT = ROOT / "bench" / "predict_results.json"

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from instore.cli import main
 from instore.predict.compiled import compile_trace
-from instore.predict.model import Scenario, predict
+from instore.predict.model import predict
 from instore.predict.profile import read_profile
+from instore.predict.scenario import Scenario
 from instore.replay.trace import load_trace
 
 from tests.unit.test_predict_fit import CALIBRATION, synthetic

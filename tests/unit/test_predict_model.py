@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from instore.errors import InstoreError
 from instore.predict.compiled import compile_trace
-from instore.predict.model import Scenario, predict
+from instore.predict.model import predict
 from instore.predict.profile import Param, Profile, Protocol, XCache, from_dict
 from instore.predict.readahead import mount_plan
+from instore.predict.scenario import Scenario
 from instore.predict.tcp import INITIAL_WINDOW_BYTES
 from instore.replay.trace import load_trace
 

@@ -13,8 +13,9 @@ from types import ModuleType
 import pytest
 from instore.predict.compiled import compile_trace
 from instore.predict.fit import fit_profile
-from instore.predict.model import Scenario, predict
+from instore.predict.model import predict
 from instore.predict.profile import Param, read_profile, write_profile
+from instore.predict.scenario import Scenario
 from instore.predict.validate import Check, TraceFinder, check_site, measured_points, summary
 from instore.replay.trace import load_trace
 from instore.report import show, whatif

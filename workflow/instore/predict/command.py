@@ -88,8 +88,9 @@ def _recorded_on(compiled_meta: dict[str, Any], results: Path) -> Any:
 
 def _one(args: argparse.Namespace) -> int:
     from instore.predict.compiled import compile_trace
-    from instore.predict.model import Scenario, predict
+    from instore.predict.model import predict
     from instore.predict.profile import site_profile
+    from instore.predict.scenario import Scenario
     from instore.replay.trace import load_trace
 
     if args.trace is None or args.site is None:
@@ -119,7 +120,8 @@ def _profiles(results: Path) -> list[Any]:
 
 def _all(args: argparse.Namespace) -> int:
     from instore.predict.compiled import compile_trace
-    from instore.predict.model import Scenario, predict
+    from instore.predict.model import predict
+    from instore.predict.scenario import Scenario
     from instore.replay.trace import load_trace
 
     profiles = _profiles(args.results)

@@ -54,8 +54,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
-from typing import Any
 
 from instore.access import FUSE, POSIX, STAGE_IN, XROOTD
 from instore.errors import InstoreError
@@ -73,70 +71,11 @@ from instore.predict.compiled import (
 from instore.predict.disk import page_in
 from instore.predict.profile import Profile
 from instore.predict.readahead import MAX_PAGES, PAGE, mount_plan
+from instore.predict.scenario import PARTS, XCACHE_STATES, Prediction, Scenario
 from instore.predict.tcp import INITIAL_WINDOW_BYTES, Connection
 
 MB = 1e6
 LOCAL = (POSIX,)
-XCACHE_STATES = ("cold", "warm")
-PARTS = ("think", "round_trips", "server", "disk", "disk_queue", "transfer")
-# each part in words, for the pages' sentences ("waits most on the disk's queue")
-PART_WORDS = {"round_trips": "round trips", "transfer": "the link", "disk": "the disk",
-              "disk_queue": "the disk's queue", "server": "the server", "think": "its own CPU"}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """The inputs beside the profile: protocol, XCache state, clients reading the site at
-    once, jobs sharing a node's cores (None: think time as recorded), and the profile the
-    trace was recorded on (its client's CPU per request and per MB is then replaced by this
-    site's; None: the recorded think time already has this site's client CPU)."""
-
-    protocol: str | None = None
-    xcache: str | None = None
-    clients: int = 1
-    jobs_per_node: int | None = None
-    # the worker's CPU this many times as fast as the recording's for this job (None: as
-    # recorded): a newer node, or the same one in another hour (the fidelity bench's jobs
-    # spent 0.82 to 1.37 times their recording's CPU, bench/replay_fidelity.py)
-    cpu_speed: float | None = None
-    recorded_on: Profile | None = None
-    # a fixed-time point (the load section): the jobs replay the trace pass after pass, each
-    # on its own copy, until this many seconds have passed; the prediction then counts the
-    # passes as the replayer does (whole ones, plus the share of a pass's bytes read)
-    until_s: float | None = None
-
-
-@dataclass
-class Prediction:
-    """What the model says for one trace, profile and scenario (per client unless named)."""
-
-    trace: str
-    site: str
-    protocol: str
-    xcache: str | None
-    clients: int
-    wall_s: float  # mean over the clients
-    wall_max_s: float
-    cpu_s: float
-    cpu_efficiency: float  # CPU / wall (at most the job's threads)
-    cpu_efficiency_per_core: float  # CPU / (wall x threads): at most 1
-    threads: int
-    events_per_s: float | None  # every client's events over the wall
-    aggregate_mb_per_s: float
-    breakdown: dict[str, float] = field(default_factory=dict)  # seconds, summing to wall_s
-    passes: float | None = None  # in ``Scenario.until_s`` (mean over the clients)
-    what_if: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def waits_on(self) -> str:
-        """The largest part of the time away from CPU (think excluded)."""
-        io = {k: v for k, v in self.breakdown.items() if k != "think"}
-        return max(io, key=lambda k: io[k]) if io else "think"
-
-    def as_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        return {**asdict(self), "waits_on": self.waits_on}
 
 
 def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = None) -> Prediction:

@@ -24,8 +24,9 @@ from instore.errors import InstoreError
 from instore.filenames import choose_recording, recorded_traces
 from instore.predict.compiled import Compiled, compile_trace
 from instore.predict.fit import conditions_of, cpu_of, payload_wall
-from instore.predict.model import PART_WORDS, Scenario, predict
+from instore.predict.model import predict
 from instore.predict.profile import Profile
+from instore.predict.scenario import PART_WORDS, Scenario
 from instore.replay.trace import load_trace
 from instore.vocabulary import HELD_OUT_SECTION, TRACE_SECTIONS
 

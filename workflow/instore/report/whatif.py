@@ -17,8 +17,9 @@ from instore.access import XROOTD
 from instore.errors import InstoreError
 from instore.filenames import choose_recording, recorded_traces, traces_dir
 from instore.predict.compiled import Compiled, compile_trace
-from instore.predict.model import PART_WORDS, Prediction, Scenario, predict
+from instore.predict.model import predict
 from instore.predict.profile import Profile, site_profile
+from instore.predict.scenario import PART_WORDS, Prediction, Scenario
 from instore.replay.trace import load_trace
 from instore.report import show
 from instore.report.plots import panels
