@@ -44,8 +44,9 @@ client differs from the recording's, and never more than the job's threads (its 
 the predicted wall: the CPU efficiency per core is at most 1.
 
 Where the time goes (``breakdown``) is per client (the mean over clients), in seconds summing to
-its wall: think, round trips, server, disk, disk queue, transfer (the link, its queue and the
-window included), along the critical path: the chain of requests, each started by the response
+its wall: think, round trips (what TCP's window adds to a response's bytes among them: the
+RTT's doing, not the rate's), server, disk, disk queue, transfer (the bytes at the flow's rate
+and the link's queue), along the critical path: the chain of requests, each started by the response
 it waited for last, that ends with the job's last response (requests in flight beside that
 chain do not add to the wall, and are not counted).
 """
@@ -181,6 +182,7 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
         bytes, for each run the page cache does not hold),
         the transfer (the link a FIFO queue too, a flow no faster than its window)."""
         runs, size = pc
+        ramp = 0.0
         ios, disk_bytes = page_in(paged[c].setdefault(key, ([], [])), runs, readahead)
         arrive = t + hop / 2 + cost
         d_start = arrive if arrive > disk[0] or not ios else disk[0]
@@ -214,14 +216,18 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
                 conn.sent_until = l_start + flowing
             else:
                 flowing = conn.flow_time(size, l_start)
-            done = max(l_start + flowing, d_end, link_free[0]) + hop / 2
+                # what the window adds to the bytes' own time: round trips, not the rate's
+                ramp = flowing - size * per_flow
+            other = max(d_end, link_free[0])
+            done = max(l_start + flowing, other) + hop / 2
+            ramp = min(ramp, max(0.0, l_start + flowing - other))  # as far as it makes it late
             # the disk's streaming overlaps the transfer: only what the link does not hide
             on_disk = d_seek + max(0.0, d_end - d_start - d_seek - size * per_flow)
-        own[1] += hop
+        own[1] += hop + ramp
         own[2] += cost
         own[3] += on_disk
         own[4] += d_start - arrive
-        own[5] += done - t - hop - cost - (d_start - arrive) - on_disk
+        own[5] += done - t - hop - cost - (d_start - arrive) - on_disk - ramp
         return done
 
     size_on_link = not local
