@@ -24,6 +24,8 @@ PROFILE_VERSION = 1
 INITIAL_WINDOW_SOURCE = "default: Linux's initial window, 10 segments of 1448 bytes"
 SLOW_START_AFTER_IDLE_SOURCE = "default: Linux's net.ipv4.tcp_slow_start_after_idle = 1"
 FILE_NAME = "profile.json"
+# parameters a profile may leave out: the dataclass's defaults stand for them (written once)
+DEFAULTED = ("disk_burst_ios", "disk_parallel", "tcp_initial_window_kb", "tcp_slow_start_after_idle")
 PROFILE_HINT = "write it with `instore predict --fit SITE`, or by hand as docs/predict.md shows"
 
 
@@ -201,21 +203,9 @@ def from_dict(data: dict[str, Any], source: str | Path = "profile") -> Profile:
         tcp_window_kb=_param(p.get("tcp_window_kb")),
         disk_seq_mb_per_s=_param(p["disk_seq_mb_per_s"]),
         disk_random_ms=_param(p["disk_random_ms"]),
-        disk_burst_ios=_param(p.get("disk_burst_ios", 0.0)),
-        disk_parallel=_param(p.get("disk_parallel", 1.0)),
         client_cpu_request_us=_param(p.get("client_cpu_request_us", 0.0)),
         client_cpu_mb_ms=_param(p.get("client_cpu_mb_ms", 0.0)),
-        tcp_initial_window_kb=_param(
-            p.get(
-                "tcp_initial_window_kb",
-                {"value": INITIAL_WINDOW_BYTES / 1024, "source": INITIAL_WINDOW_SOURCE},
-            )
-        ),
-        tcp_slow_start_after_idle=_param(
-            p.get(
-                "tcp_slow_start_after_idle", {"value": 1.0, "source": SLOW_START_AFTER_IDLE_SOURCE}
-            )
-        ),
+        **{k: _param(p[k]) for k in DEFAULTED if k in p},
         protocols={
             name: Protocol(
                 _param(v["request_ms"]),

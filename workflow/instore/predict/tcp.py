@@ -54,22 +54,18 @@ class Connection:
         if (self.restart_after_idle and self.sent_until is not None
                 and start - self.sent_until > self.rto):  # fmt: skip
             window = self._shrunk(window, start - self.sent_until)
-        if window >= self.path:  # the window fills the path: the bytes flow at the rate
-            elapsed = size / self.rate
-        else:
-            elapsed, left = 0.0, float(size)
-            while left > 0:
-                if window >= self.path:
-                    elapsed += left / self.rate
-                    break
-                sent = min(window, left)
-                left -= sent
-                if left > 0:
-                    elapsed += self.rtt_s  # wait for the acknowledgements, then twice as many
-                    window *= 2
-                else:
-                    elapsed += sent / self.rate
-            window = min(window, 2 * max(self.path, self.initial))
+        elapsed, left = 0.0, float(size)
+        while left > 0:
+            if window >= self.path:  # the window fills the path: the rest flows at the rate
+                elapsed += left / self.rate
+                break
+            sent = min(window, left)
+            left -= sent
+            if left > 0:
+                elapsed += self.rtt_s  # wait for the acknowledgements, then twice as many
+                window *= 2
+            else:
+                elapsed += sent / self.rate
         self.window = max(window, self.initial)
         self.sent_until = start + elapsed
         return elapsed
