@@ -25,7 +25,12 @@ INITIAL_WINDOW_SOURCE = "default: Linux's initial window, 10 segments of 1448 by
 SLOW_START_AFTER_IDLE_SOURCE = "default: Linux's net.ipv4.tcp_slow_start_after_idle = 1"
 FILE_NAME = "profile.json"
 # parameters a profile may leave out: the dataclass's defaults stand for them (written once)
-DEFAULTED = ("disk_burst_ios", "disk_parallel", "tcp_initial_window_kb", "tcp_slow_start_after_idle")
+DEFAULTED = (
+    "disk_burst_ios",
+    "disk_parallel",
+    "tcp_initial_window_kb",
+    "tcp_slow_start_after_idle",
+)
 PROFILE_HINT = "write it with `instore predict --fit SITE`, or by hand as docs/predict.md shows"
 
 
