@@ -103,21 +103,36 @@ def test_a_slow_copy_on_a_long_link_shows_the_window() -> None:
     assert "x RTT" in prof.tcp_window_kb.source
 
 
-def test_a_window_no_copy_showed_is_fitted_from_the_payload_points() -> None:
-    """No whole-file copy in the calibration, and the points read at 2 MB/s per flow on a
-    100 Mbit/s link: the window that rate implies, with the request times still recovered."""
-    rate = 2e6
+def slow_flow_points(rate: float) -> list[dict]:
+    """The payload points as if each flow came at ``rate`` bytes/s, under the link's."""
     rows = []
     for r in synthetic():
         if r["section"] != "cache":
             continue
         slower = r["bytes_read"] / rate - r["bytes_read"] * 8 / (BW_MBIT * 1e6)
         rows.append({**r, "wall_s": r["wall_s"] + slower})
-    prof = fit_profile("wan", {**CALIBRATION, "protocols": {}}, rows)
+    return rows
+
+
+def test_a_window_no_copy_showed_is_fitted_from_the_payload_points() -> None:
+    """No whole-file copy in the calibration, and the points read at 2 MB/s per flow on a
+    100 Mbit/s link: the window that rate implies, with the request times still recovered."""
+    rate = 2e6
+    prof = fit_profile("wan", {**CALIBRATION, "protocols": {}}, slow_flow_points(rate))
     assert prof.tcp_window_kb.value == pytest.approx(rate * RTT_MS / 1e3 / 1024, rel=1e-6)
     for name, ms in SERVER_MS.items():
         assert prof.protocols[name].request_ms.value == pytest.approx(ms, rel=1e-6), name
     assert prof.fit_quality and prof.fit_quality["within_10pct"] == 1.0
+
+
+def test_a_copy_that_filled_the_link_keeps_the_window_unbound_whatever_the_points_say() -> None:
+    """A fresh study's WAN (2026-11-28, f0e4aca): the calibration's copy came at 11.7 MB/s on a
+    100 Mbit/s link, but the payload points' joint fit gave 9.5 MB/s a flow, and a 235 kB window
+    fitted from it bound at 100 ms, predicting a held-out whole-file read at +159%. The copy
+    is the direct measurement of one flow: where it filled the link, the points do not bind it."""
+    prof = fit_profile("wan", CALIBRATION, slow_flow_points(8e6))
+    assert prof.tcp_window_kb.value is None
+    assert "filled the link" in prof.tcp_window_kb.source
 
 
 def test_a_fuse_mounts_bytes_in_flight_are_fitted_and_its_server_time_is_the_mounts() -> None:

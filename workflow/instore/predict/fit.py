@@ -58,7 +58,7 @@ from instore.access import FUSE, POSIX, XCACHE, XROOTD
 from instore.calibration import read_calibration
 from instore.errors import InstoreError
 from instore.predict.disk import DiskRule, disk_rule
-from instore.predict.given import burst, disk, link, parallel, xcache
+from instore.predict.given import burst, copy_rates, disk, link, parallel, xcache
 from instore.predict.profile import Param, Profile, Protocol
 from instore.vocabulary import PAYLOAD_FIT_SECTIONS
 
@@ -328,7 +328,7 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
         notes.append("no calibration: RTT, link and disk are the site's configuration or defaults")
     if not points:
         notes.append("no payload points: every protocol's server time is 0 (fit after the sweeps)")
-    if window.value is None and not window.fit and rtt_s > 0.001:
+    if window.value is None and not copy_rates(calib) and rtt_s > 0.001:  # no copy showed it
         per_byte = fit_per_byte(points, rtt_s, disk_of)
         if per_byte is not None and 1.0 / per_byte < 0.8 * bw_b:
             kb = rtt_s / per_byte / 1024

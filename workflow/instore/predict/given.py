@@ -15,10 +15,16 @@ XCACHE_LOCAL_RTT_MS = 0.05
 DEFAULT_LINK_MBIT = 1000.0  # a worker to a cache on its own LAN: not measured
 
 
+def copy_rates(calib: dict[str, Any]) -> dict[str, float]:
+    """MB/s of each protocol's whole-file copy (or read of the open file) in the calibration,
+    the XCache's apart: what shows whether one flow fills the link."""
+    return {p: rate for p, e in (calib.get("protocols") or {}).items()
+            if p != XCACHE and isinstance(e, dict) and (rate := read_rate(e))}  # fmt: skip
+
+
 def link(calib: dict[str, Any], emulation: dict[str, Any], rtt_ms: float) -> tuple[Param, Param]:
     """The link's bandwidth and, where a copy shows it binding, the TCP window."""
-    copies = {p: read_rate(e) for p, e in (calib.get("protocols") or {}).items()
-              if p != XCACHE and isinstance(e, dict) and read_rate(e)}  # fmt: skip
+    copies = copy_rates(calib)
     best = max(copies.values()) if copies else None
     configured = (emulation.get("network") or {}).get("bandwidth_mbit")
     if configured:
