@@ -29,7 +29,7 @@ from instore.storage.base import normal_adler32, read_back_note
 
 __all__ = ["Copy", "CopyDiffers", "Placed", "Remote", "adler32", "compare", "found", "upload"]
 
-ORDER = (XROOTD, STAGE_IN, HTTP, POSIX, FUSE, XCACHE)  # root:// first: others skip
+ORDER = (XROOTD, STAGE_IN, HTTP, POSIX, FUSE)  # root:// first: others skip
 
 
 @dataclass(frozen=True)
@@ -187,9 +187,13 @@ def notes(record: dict[str, object]) -> list[str]:
 
 
 def targets(site: SiteConfig) -> list[tuple[str, str]]:
-    """(protocol, template) to upload to: every endpoint once, root:// first."""
+    """(protocol, template) to upload to: every endpoint once, root:// first, but not an
+    XCache: it serves its origin's copies, and checking each through it would read every file
+    into the cache (a copy of the whole upload, with no adler32 to ask for) before any point
+    chooses its cache state."""
     seen, out = set(), []
-    for proto in sorted(site.endpoints, key=lambda p: ORDER.index(p) if p in ORDER else 99):
+    stores = [p for p in site.endpoints if p != XCACHE]
+    for proto in sorted(stores, key=lambda p: ORDER.index(p) if p in ORDER else 99):
         template = site.endpoints[proto]
         if template not in seen:
             seen.add(template)
