@@ -14,8 +14,9 @@ from instore.calibration import calibration_path, read_calibration, write_calibr
 from instore.cli import main
 from instore.errors import InstoreError
 from instore.site import live as live_module
-from instore.site import open_site
+from instore.site import open_site, upload, verify
 from instore.site import real as real_module
+from instore.site.config import load_site
 from instore.site.live import LiveSite
 
 from tests.conftest import write_real_site
@@ -88,7 +89,7 @@ def test_preflight_asks_the_site_with_its_own_timeout(
     monkeypatch.setattr(live_module, "check_all", lambda eps, t: asked.append((eps, t)) or [])
     verified: list[tuple[str, list[str], float]] = []
     monkeypatch.setattr(real_module, "verify_endpoint",
-                        lambda tmpl, files, t, memo, notes=None: verified.append((tmpl, [f.name for f in files], t)))  # fmt: skip
+                        lambda tmpl, files, t, memo, notes=None, checksum=True: verified.append((tmpl, [f.name for f in files], t)))  # fmt: skip
     assert main(["site", "preflight", str(path)]) == 0
     assert asked == [({"posix": f"{tmp_path}/store/{{file}}"}, 0.5)]
     assert verified == [(f"{tmp_path}/store/{{file}}", ["cal.bin"], 0.5)]
@@ -123,3 +124,28 @@ def test_a_fio_directory_it_cannot_make_names_the_site_files_key(
     assert "\n" not in err
     assert f"fio on {tmp_path / 'not-a-dir' / 'cal'} failed" in err
     assert f"calibration.posix_dir in {site} names it" in err and "leave it out" in err
+
+
+def test_an_xcaches_copies_are_checked_by_size_not_read_back_through_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sweep's check of a site with an XCache in front of its root:// (the trial of
+    2026-11-28): the storage's copies by size and adler32, the cache's by size only, since an
+    XCache reports no adler32 and reading each copy back through it would fill it."""
+    local = tmp_path / "ordered-r0.root"
+    local.write_bytes(b"root" + bytes(100))
+    path = write_real_site(tmp_path / "r.yaml", {
+        "xrootd": "root://se:1094//d/{file}", "xcache": "root://cache:1094//d/{file}",
+    }, name="r")  # fmt: skip
+    asked: dict[str, str | None] = {}
+
+    def found(url: str, size: int, checksum: str | None) -> upload.Copy:
+        asked[url] = checksum
+        return upload.Copy(size, None)
+
+    monkeypatch.setattr(verify.upload, "found", found)
+    monkeypatch.setattr(verify, "first_bytes", lambda url, t: verify.ROOT_MAGIC)
+    site = real_module.RealLive(load_site(path), [local.name], tmp_path)
+    assert site.check_files([local]) == []
+    assert asked["root://se:1094//d/ordered-r0.root"] == verify.local_adler32(local)
+    assert asked["root://cache:1094//d/ordered-r0.root"] is None

@@ -92,18 +92,21 @@ class RealLive(LiveSite):
         """One line per endpoint (but those in ``skip``) that does not serve ``files`` as they
         are here (missing, different size or adler32), or through which the first cannot be
         opened and read with the jobs' credentials. Local paths that do not exist are only
-        looked for there. Endpoints are checked in parallel; an endpoint whose copies had to be
-        read back to checksum them adds a line to ``notes``."""
+        looked for there; an XCache's copies (its origin's) by size. Endpoints are checked in
+        parallel; an endpoint whose copies had to be read back to checksum them adds a line to
+        ``notes``."""
         items = sorted((p, t) for p, t in self._endpoints().items() if p not in skip)
         timeout = self.config.preflight_timeout_s
         notes: dict[tuple[str, str], list[str]] = {it: [] for it in items}
 
         def one(it: tuple[str, str]) -> str | None:
-            return verify_endpoint(it[1], files, timeout, self.verified, notes=notes[it])
+            return verify_endpoint(it[1], files, timeout, self.verified, notes=notes[it],
+                                   checksum=it[0] != access.XCACHE)  # fmt: skip
 
         if items and files:  # minutes for a full profile's first sweep: say what it waits on
             log.info("site %s: checking %d test files behind %d endpoint(s): size and adler32 "
-                     "of each copy (a copy verified before and unchanged: its size only)",
+                     "of each copy (a copy verified before and unchanged, or an XCache's: its "
+                     "size only)",
                      self.config.name, len(files), len(items))  # fmt: skip
 
         with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:

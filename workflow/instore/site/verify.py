@@ -178,12 +178,12 @@ def first_bytes(url: str, timeout_s: float) -> bytes:
 
 
 def _check_copy(
-    url: str, local: Path, verified: VerifiedCopies | None = None
+    url: str, local: Path, verified: VerifiedCopies | None = None, checksum: bool = True
 ) -> tuple[str | None, int]:
     """(None, bytes read back) if the endpoint holds a copy equal to ``local`` (or ``local``
     is not here to compare with and the endpoint has the file), else (the one line saying how
-    it differs, 0). A copy ``verified`` already is compared by size only; a storage that
-    reports no adler32 has the copy read back to compute it."""
+    it differs, 0). A copy ``verified`` already, or any without ``checksum``, is compared by
+    size only; a storage that reports no adler32 has the copy read back to compute it."""
     missing = f"{url}: no such file there -- put the test files in place: instore site upload"
     if not local.is_file():
         try:
@@ -191,7 +191,7 @@ def _check_copy(
         except StorageError as err:
             raise diagnosis.diagnosed(err) from err
         return (None, 0) if there is not None else (missing, 0)
-    trusted = verified is not None and verified.known(url, local)
+    trusted = not checksum or (verified is not None and verified.known(url, local))
     try:
         copy = upload.found(url, local.stat().st_size, None if trusted else local_adler32(local))
     except upload.CopyDiffers as err:
@@ -210,15 +210,18 @@ def verify_endpoint(
     timeout_s: float,
     verified: VerifiedCopies | None = None,
     notes: list[str] | None = None,
+    checksum: bool = True,
 ) -> str | None:
     """None if every file is there and equal to its local copy, and the first one opens and
     reads through ``template``; else the first problem, in one line. ``notes`` gets one line
-    when the endpoint reports no adler32 and the copies were read back to compute it."""
+    when the endpoint reports no adler32 and the copies were read back to compute it. Without
+    ``checksum`` (an XCache, whose copies are its origin's: reading each back would fill it)
+    each copy is compared by size."""
     read_back, copies = 0, 0
     for local in files:
         url = template.format(file=local.name)
         try:
-            problem, read = _check_copy(url, local, verified)
+            problem, read = _check_copy(url, local, verified, checksum)
         except InstoreError as err:
             return cause(url, str(err), timeout_s)
         except Exception as err:  # urllib3/ssl errors: refused, TLS, time-out
