@@ -14,7 +14,7 @@ SYSTEM ?= site
 # Rules and notebooks call `instore` and `python`: the venv comes first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup system venv venv-emulated venv-dev apptainer test test-unit study lab lint docs bench lock clean-results
+.PHONY: help setup system venv venv-emulated venv-dev apptainer test test-unit study lab lint docs bench lock clean-results clean-container
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -102,6 +102,12 @@ bench: setup venv-emulated  ## payload overhead and job-launch benchmarks; write
 
 clean-results:  ## delete the measurements and reports (results/, reports/); the next study remeasures
 	rm -rf results reports
+
+# Rootless podman's image files belong to the user's subordinate IDs: only `podman unshare` may
+# remove them (a plain rm -rf of the checkout stops on "Permission denied").
+clean-container:  ## delete the project's podman store (build/container/storage), as a user who is not root may too; the next study builds the image again
+	if [ "$$(id -u)" != 0 ] && command -v podman >/dev/null; then \
+		podman unshare rm -rf build/container/storage; else rm -rf build/container/storage; fi
 
 lock:  ## refreeze the locks (bootstrap, study, emulated, dev) from the current venv, split by envs/*.in
 	$(BIN)/python envs/lock.py

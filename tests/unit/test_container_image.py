@@ -307,7 +307,7 @@ def test_a_permission_error_is_not_sent_to_free_disk_space(tmp_path):
             'Error: database storage temporary directory (runroot) "/run/instore-podman/9a/storage"'
             ' does not match our storage temporary directory (runroot) "/tmp/instore-podman-1001/'
             '9a/storage": database configuration mismatch',
-            "remove build/container/storage",
+            "run `make clean-container`",
         ),
         (  # seen as a user who is not root, whose store podman had made with vfs (2026-11-28)
             'Error: database storage graph driver "vfs" does not match our storage graph driver '

@@ -235,3 +235,18 @@ def test_the_parser_check_catches_what_does_not_exist() -> None:
     assert _commands("    make study\n    .venv/bin/instore site up lan-hdd  # yours\n") == [
         ("site up lan-hdd", True)
     ]
+
+
+def test_every_make_target_the_docs_and_errors_name_exists() -> None:
+    """A `make X` in a page or an error's fix is a target of the Makefile (the fixes for a
+    broken podman store once said "remove build/container/storage", which a user who is not
+    root cannot: `make clean-container` does it inside podman's user namespace)."""
+    makefile = (REPO / "Makefile").read_text()
+    targets = set(re.findall(r"^([a-z][a-z-]*):", makefile, re.MULTILINE))
+    named: dict[str, str] = {}
+    sources = [*DOCS.glob("*.md"), REPO / "README.md", *(REPO / "workflow/instore").rglob("*.py")]
+    for path in sources:
+        for target in re.findall(r"`make ([a-z][a-z-]*)", path.read_text()):
+            named.setdefault(target, str(path.relative_to(REPO)))
+    assert "clean-container" in named
+    assert {t: where for t, where in named.items() if t not in targets} == {}

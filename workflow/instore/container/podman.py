@@ -28,13 +28,13 @@ CAUSE_FIXES = (
     (
         "graph driver",  # before the run directory's mismatch: podman says both the same way
         "the project's podman store was made with another storage driver (podman picks vfs "
-        "for a user who is not root; a storage.conf may name overlay): remove "
-        "build/container/storage and build again (the driver is then chosen anew)",
+        "for a user who is not root; a storage.conf may name overlay): run "
+        "`make clean-container` and build again (the driver is then chosen anew)",
     ),
     (
         "database configuration mismatch",
         "the project's podman store was made with another run directory (a run with and one "
-        "without a login session's XDG_RUNTIME_DIR): remove build/container/storage and build "
+        "without a login session's XDG_RUNTIME_DIR): run `make clean-container` and build "
         "again",
     ),
     ("disk quota exceeded", "free space within your quota, or build on another file system"),
