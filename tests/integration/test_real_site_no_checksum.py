@@ -107,5 +107,5 @@ def test_a_copy_changed_on_the_servers_disk_is_caught_in_one_line(
         assert "\n" not in line
         assert line.startswith(f"adler32 of {scheme}://localhost:"), line
         assert f"is 0x{zlib.adler32(changed):08x} but the local file's is " in line
-        assert line.endswith(upload.FOREIGN)
+        assert line.endswith(upload.foreign(site.name))
         copy.write_bytes(good)

@@ -84,5 +84,5 @@ def test_upload_to_plain_xrootd_and_xrdhttp_then_read_over_http(
             upload.upload(site, files)
         line = str(err.value)
         assert line.startswith(f"adler32 of http://localhost:{hport}//h/{files[1].name} is 0x")
-        assert line.endswith(upload.FOREIGN)
+        assert line.endswith(upload.foreign(site.name))
         assert "\n" not in line

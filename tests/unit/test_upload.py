@@ -108,10 +108,34 @@ def test_the_full_profiles_files_replace_the_quick_ones_an_earlier_upload_placed
     (store / "unordered-r0.root").write_bytes(b"someone else's")  # not a copy we placed
     with pytest.raises(InstoreError) as err:
         upload.upload(site, sorted(full.iterdir()), ledger=ledger)
-    assert str(err.value).endswith(upload.FOREIGN) and "unordered-r0.root" in str(err.value)
+    line = str(err.value)
+    assert line.endswith(upload.foreign(site.name)) and "unordered-r0.root" in line
     assert (store / "ordered-r0.root").read_bytes() == (full / "ordered-r0.root").read_bytes()
     (store / "unordered-r0.root").unlink()
     again = upload.upload(site, sorted(full.iterdir()), ledger=ledger)
     assert [f["action"] for f in again["files"]] == ["present", "copied"]  # type: ignore[index]
     for name in ("ordered-r0.root", "unordered-r0.root"):
         assert (store / name).read_bytes() == (full / name).read_bytes()
+
+
+def test_replace_puts_the_studys_files_over_copies_a_removed_checkout_placed(
+    tmp_path: Path,
+) -> None:
+    """A site admin removed the checkout (its results/ and the upload ledger with it) and ran the
+    study again from a fresh clone (2026-11-28): ROOT writes a new file's bytes anew, so every
+    copy on the storage differed from the regenerated file and no ledger said whose it was. The
+    upload stops and names `--replace`; with it, the copies are replaced and noted."""
+    store, ledger = tmp_path / "store", tmp_path / "results" / "s" / upload.LEDGER
+    site = load_site(write_real_site(tmp_path / "s.yaml", {"posix": f"{store}/{{file}}"}))
+    store.mkdir()
+    local = tmp_path / "ordered-r0.root"
+    local.write_bytes(b"regenerated" * 100)
+    (store / local.name).write_bytes(b"earlier run" * 100)  # same size, other bytes
+    with pytest.raises(InstoreError) as err:
+        upload.upload(site, [local], ledger=ledger)
+    assert f"`instore site upload {site.name} --replace` replaces them" in str(err.value)
+    assert (store / local.name).read_bytes() == b"earlier run" * 100  # nothing replaced
+    done = upload.upload(site, [local], ledger=ledger, replace=True)
+    assert [f["action"] for f in done["files"]] == ["replaced"]  # type: ignore[index]
+    assert (store / local.name).read_bytes() == local.read_bytes()
+    assert upload.read_ledger(ledger)[str(store / local.name)].size == local.stat().st_size

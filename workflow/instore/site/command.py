@@ -155,7 +155,7 @@ def _upload(args: argparse.Namespace) -> int:
     with tqdm(total=total, unit="B", unit_scale=True, disable=not args.progress,
               desc=f"upload {cfg.name}") as bar:  # fmt: skip
         ledger = Path(args.results) / cfg.name / upload.LEDGER
-        record = upload.upload(cfg, files, bar.update, ledger)
+        record = upload.upload(cfg, files, bar.update, ledger, replace=args.replace)
     marker = Path(args.marker or Path(args.results) / cfg.name / "upload.json")
     upload.write_marker(record, marker)
     for line in upload.notes(record):
@@ -236,6 +236,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     upl.add_argument("--results", default="results",
                      help="the marker goes to RESULTS/<site>/upload.json (default: results)")  # fmt: skip
     upl.add_argument("--marker", help="write the marker here instead")
+    upl.add_argument("--replace", action="store_true",
+                     help="replace copies that differ although no upload in RESULTS placed them "
+                          "(this study's files from a checkout since removed); without it such "
+                          "a copy stops the upload")  # fmt: skip
     upl.add_argument("--no-progress", dest="progress", action="store_false",
                      help="no progress bar")  # fmt: skip
     upl.set_defaults(func=_upload)

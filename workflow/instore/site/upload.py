@@ -75,10 +75,19 @@ class CopyDiffers(InstoreError):
 # What a copy that differs asks for where it is found (a preflight, a sweep's check) ...
 REUPLOAD = ("rerun `instore site upload`, which replaces the copies this study's uploads "
             "placed (other files of the same names); remove any other copy by hand")  # fmt: skip
+
+
 # ... and where the upload itself meets one that no upload of this study placed
-FOREIGN = ("no upload of this study placed it (uploads.jsonl in the site's results): remove "
-           "it by hand if it is a corrupt or stale copy, or point the site file's endpoints at "
-           "another directory")  # fmt: skip
+class NotOurs(InstoreError):
+    """A copy differs from the local file and no upload in these results placed it."""
+
+
+def foreign(site: str) -> str:
+    """The fix for a differing copy no upload in these results placed: it may be anyone's."""
+    return ("no upload of this study placed it (uploads.jsonl in the site's results): remove it "
+            "by hand if it is a corrupt or stale copy, or point the site file's endpoints at "
+            "another directory; if the copies are this study's files from a checkout since "
+            f"removed, `instore site upload {site} --replace` replaces them")  # fmt: skip
 
 
 # The site's record of every copy its uploads placed (url, size, adler32), appended as each
@@ -153,17 +162,19 @@ def put(local: Path, url: str) -> None:
 
 
 def place(
-    local: Path, checksum: str, protocol: str, url: str, earlier: Remote | None = None
-) -> Placed:
+    local: Path, checksum: str, protocol: str, url: str, earlier: Remote | None = None,
+    replace: bool = False,
+) -> Placed:  # fmt: skip
     """One file behind one endpoint: skipped if equal, else copied and verified; a copy that
-    differs is replaced only when it is ``earlier``, the one an earlier upload placed."""
+    differs is replaced only when it is ``earlier``, the one an earlier upload placed, or the
+    user says (``replace``) that such copies are the study's own (NotOurs otherwise)."""
     size = local.stat().st_size
     action = "copied"
     try:
         before = found(url, size, checksum)
     except CopyDiffers as err:
-        if not _ours(err, earlier):
-            raise InstoreError(err.differs, FOREIGN) from err
+        if not (replace or _ours(err, earlier)):
+            raise NotOurs(err.differs) from err
         before, action = None, "replaced"
     if before is not None and before.checksum is not None:
         return Placed(local.name, protocol, size, checksum, "present", before.checksum.how)
@@ -206,9 +217,11 @@ def upload(
     files: Iterable[Path],
     progress: Callable[[int], None] | None = None,
     ledger: Path | None = None,
+    replace: bool = False,
 ) -> dict[str, object]:
     """Place every file behind every endpoint, noting each copy in ``ledger`` as it lands;
-    the marker's content (no secrets)."""
+    the marker's content (no secrets). ``replace``: a copy that differs is replaced even where
+    the ledger does not hold it (the user says it is the study's own)."""
     if site.emulated:
         raise InstoreError(f"site {site.name} is emulated: its files are put there at bring-up",
                            "upload is for real sites")  # fmt: skip
@@ -221,7 +234,10 @@ def upload(
         checksum = adler32(local)
         for proto, template in targets(site):
             url = template.format(file=local.name)
-            placed.append(place(local, checksum, proto, url, earlier.get(url)))
+            try:
+                placed.append(place(local, checksum, proto, url, earlier.get(url), replace))
+            except NotOurs as err:
+                raise InstoreError(err.problem, foreign(site.name)) from err
             _note(ledger, url, placed[-1])
             if progress is not None:
                 progress(local.stat().st_size)
