@@ -194,3 +194,38 @@ def test_caching_advice_gives_break_even_and_efficiency_drops() -> None:
 def test_no_caching_section_no_caching_advice() -> None:
     stats = _caching_stats().assign(section="cache")
     assert caching(stats) is None
+
+
+def _real_site_caching_stats(warm_walls: list[float]) -> pd.DataFrame:
+    """A real site's caching points: no RTT axis (the site's own link, its calibration's probe
+    in rtt_ms_measured), direct reads and a warm XCache, full reads, 3 runs each."""
+    rows = []
+    for (protocol, state), walls in (
+        (("xrootd", None), [0.184, 0.190, 0.186]),
+        (("xcache", "warm"), warm_walls),
+    ):
+        rows.append({"section": "caching", "jobs_ok": 3, "protocol": protocol,
+                     "cache_state": state, "branches": "all", "rtt_ms": float("nan"),
+                     "rtt_ms_measured_median": 0.107, "wall_s_median": sorted(walls)[1],
+                     "wall_s_runs": [[w] for w in walls],
+                     "cpu_efficiency_median": 0.96})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_a_real_sites_caching_points_are_compared_at_its_own_rtt() -> None:
+    """The trial on a GSI site with the user's XCache (2026-11-28) measured 6 caching points,
+    and the page showed an empty table, no figure line and no advice: every caching point was
+    dropped for want of an RTT axis. At the site's RTT (its calibration's probe) the methods
+    are compared with their intervals; no winner where the interval includes no difference."""
+    curves = caching_curves(_real_site_caching_stats([0.170, 0.172, 0.175]))
+    assert set(curves["rtt_ms"]) == {0.107} and len(curves) == 2
+    faster = caching(_real_site_caching_stats([0.170, 0.172, 0.175]))
+    assert faster is not None
+    assert faster.text.startswith("For full reads at the site's own RTT (0.107 ms), XCache warm "
+                                  "takes 0.925x [")  # fmt: skip
+    assert "no measurable difference" not in faster.text
+    same = caching(_real_site_caching_stats([0.180, 0.188, 0.195]))
+    assert same is not None and "(no measurable difference, from 3 and 3 runs" in same.text
+    assert (
+        same.evidence["full"]["XCache warm"]["lo"] < 1 < same.evidence["full"]["XCache warm"]["hi"]
+    )

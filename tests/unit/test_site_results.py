@@ -149,3 +149,16 @@ def test_an_xcaches_copies_are_checked_by_size_not_read_back_through_it(
     assert site.check_files([local]) == []
     assert asked["root://se:1094//d/ordered-r0.root"] == verify.local_adler32(local)
     assert asked["root://cache:1094//d/ordered-r0.root"] is None
+
+
+def test_a_real_sites_points_carry_the_rtt_its_calibration_probed(tmp_path: Path) -> None:
+    """A real site's link is not ours to set, but its points say at what RTT they ran (the
+    caching section compares its methods there): the calibration's probe, none before it."""
+    site = load_site(real_site(tmp_path))
+    results = tmp_path / "results"
+    assert real_module.RealLive(site, [], results).set_conditions(None, None) == {}
+    write_calibration(results, site.name, {"rtt_ms": 0.107})
+    live = real_module.RealLive(site, [], results)
+    assert live.set_conditions(None, None) == {"rtt_ms_measured": 0.107}
+    with pytest.raises(InstoreError, match="only set on emulated links"):
+        live.set_conditions(25.0, None)

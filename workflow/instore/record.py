@@ -230,7 +230,8 @@ class PointInfo:
     # Bytes that crossed the link to the workers during the point (what a site cache fetched
     # from the origin, or what direct reads moved); None where the link is not ours to count.
     link_bytes_read: int | None = None
-    rtt_ms_measured: float | None = None  # the emulated link's RTT, measured when it was set
+    # the link's RTT: measured when it was set (emulated), the calibration's probe (real)
+    rtt_ms_measured: float | None = None
     bandwidth_mbit_applied: float | None = None  # the emulated link's tbf rate for the point
     disk_reads: int | None = None  # read requests the site's disk completed during the point
     # CPU, disk, and link usage over the point (site.usage.usage_between), flat in the row

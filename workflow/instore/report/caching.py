@@ -13,15 +13,11 @@ from instore.summary.sections.caching import NAME as SECTION
 
 
 def _caching_points(view: SiteView) -> pd.DataFrame:
-    """The caching section's point medians with the access method and read kind named."""
-    from instore.summary.sections.caching import access_method
+    """The caching section's point medians at the RTT they ran at (a real site's own), with
+    the access method and read kind named."""
+    from instore.summary.sections.caching import by_method
 
-    pts = view.points(SECTION).dropna(subset=["rtt_ms"])
-    methods = [
-        access_method(p, c) for p, c in zip(pts["protocol"], pts["cache_state"], strict=True)
-    ]
-    reads = pts["branches"].map(lambda b: "full" if b == "all" else "sparse")
-    return pts.assign(method=methods, reads=reads)
+    return by_method(view.points(SECTION))
 
 
 def caching(view: SiteView) -> None:

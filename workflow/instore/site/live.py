@@ -123,14 +123,16 @@ class LiveSite(ABC):
 
     def set_conditions(self, rtt_ms: float | None, bandwidth_mbit: float | None) -> dict[str, Any]:
         """Set the link's RTT and bandwidth for the next point (None: the site's own) and
-        return what the link now has, measured: ``rtt_ms_measured``, ``bandwidth_mbit_applied``
-        (empty: a real site, whose network is not ours to change)."""
+        return what the link now has, measured: ``rtt_ms_measured``, ``bandwidth_mbit_applied``.
+        A real site's network is not ours to change: its RTT is the calibration's probe (none
+        where it was not calibrated), so its points say at what RTT they ran."""
         if rtt_ms is not None or bandwidth_mbit is not None:
             raise InstoreError(
                 f"site {self.config.name}: RTT and bandwidth are only set on emulated links",
                 "leave rtt_ms and bandwidth_mbit out of grids run on real sites",
             )
-        return {}
+        probed = (read_calibration(self.results, self.config.name) or {}).get("rtt_ms")
+        return {} if probed is None else {"rtt_ms_measured": float(probed)}
 
     def prepare_cache(self, cache_state: str | None, files: list[str]) -> None:
         """Empty (cold) or fill (warm, with ``files``) the site's own cache before a point."""

@@ -6,7 +6,16 @@ from __future__ import annotations
 import pandas as pd
 
 from instore.access import STAGE_IN, XCACHE, XROOTD
-from instore.summary.advice import EFFICIENCY_FLOOR, Recommendation, ok_points
+from instore.summary.advice import (
+    EFFICIENCY_FLOOR,
+    NO_DIFFERENCE,
+    Recommendation,
+    as_evidence,
+    ok_points,
+    ratio,
+    single_note,
+)
+from instore.summary.interval import Ratio, few_runs
 from instore.summary.sections.base import EFFICIENCY, WALL, Section, Statistics
 
 NAME = "caching"
@@ -19,16 +28,28 @@ def access_method(protocol: str, cache_state: object) -> str:
     return {XROOTD: f"direct {XROOTD}"}.get(protocol, protocol)
 
 
-def caching_curves(stats: pd.DataFrame) -> pd.DataFrame:
-    """Median CPU efficiency and wall time per read kind, access method and RTT (the caching
-    section's what-if curves), one row each."""
-    part = ok_points(stats, NAME).dropna(subset=["rtt_ms"])
+def at_rtt(points: pd.DataFrame) -> pd.DataFrame:
+    """The points with the RTT they ran at: the grid's where it set one, else the link's as
+    measured (a real site's: its calibration's probe); points with neither are left out."""
+    measured = points.get("rtt_ms_measured_median")
+    rtt = points["rtt_ms"] if measured is None else points["rtt_ms"].fillna(measured)
+    return points.assign(rtt_ms=rtt).dropna(subset=["rtt_ms"])
+
+
+def by_method(points: pd.DataFrame) -> pd.DataFrame:
+    """The caching points at their RTT, with the access method and read kind named."""
+    part = at_rtt(points)
     methods = [
         access_method(p, c) for p, c in zip(part["protocol"], part["cache_state"], strict=True)
     ]
-    part = part.assign(
-        method=methods, reads=part["branches"].map(lambda b: "full" if b == "all" else "sparse")
-    )
+    reads = part["branches"].map(lambda b: "full" if b == "all" else "sparse")
+    return part.assign(method=methods, reads=reads)
+
+
+def caching_curves(stats: pd.DataFrame) -> pd.DataFrame:
+    """Median CPU efficiency and wall time per read kind, access method and RTT (the caching
+    section's what-if curves), one row each."""
+    part = by_method(ok_points(stats, NAME))
     keys = ["reads", "method", "rtt_ms"]
     cols = {"cpu_efficiency_median": "efficiency", "wall_s_median": "wall_s"}
     return part.groupby(keys)[list(cols)].median().rename(columns=cols).reset_index()
@@ -91,17 +112,44 @@ def caching(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendat
     if "rtt_ms" not in stats or "cache_state" not in stats:
         return None
     curves = caching_curves(stats)
-    phrases, evidence = [], {"floor": floor}
+    phrases, evidence, ratios = [], {"floor": floor}, []
     for reads in ("full", "sparse"):
         part = curves[curves["reads"] == reads]
-        if part["method"].nunique() < 2 or part["rtt_ms"].nunique() < 2:
+        if part["method"].nunique() < 2:
             continue
-        phrase, evidence[reads] = _caching_phrase(curves, reads, floor)
+        if part["rtt_ms"].nunique() < 2:  # a real site: its own RTT only
+            phrase, evidence[reads], found = _one_rtt_phrase(stats, reads)
+            ratios += found
+        else:
+            phrase, evidence[reads] = _caching_phrase(curves, reads, floor)
         phrases.append(phrase)
     if not phrases:
         return None
-    text = "; ".join(phrases)
-    return Recommendation(NAME, text[0].upper() + text[1:] + ".", SECTION.link("caching"), evidence)
+    text = "; ".join(phrases) + "." + single_note(*ratios)
+    return Recommendation(NAME, text[0].upper() + text[1:], SECTION.link("caching"), evidence)
+
+
+def _one_rtt_phrase(stats: pd.DataFrame, reads: str) -> tuple[str, dict, list[Ratio]]:
+    """At one RTT (a real site's own): each other method's wall over direct reads', with its
+    interval; no method named faster or slower where the interval includes no difference."""
+    part = by_method(ok_points(stats, NAME))
+    part = part[part["reads"] == reads]
+    direct = part[part["method"] == access_method(XROOTD, None)]
+    rtt = float(part["rtt_ms"].iloc[0])
+    if direct.empty:
+        return f"for {reads} reads at {rtt:.3g} ms RTT, no direct reads to compare with", {}, []
+    said, evidence, ratios = [], {"rtt_ms": rtt}, []
+    for method in sorted(set(part["method"]) - {access_method(XROOTD, None)}):
+        r = ratio(part[part["method"] == method], direct)
+        same = f" ({NO_DIFFERENCE}{few_runs(r)})" if r.has_interval and not r.differs else ""
+        said.append(f"{method} takes {r.text()} the wall time of direct reads{same}")
+        evidence[method] = as_evidence(r)
+        ratios.append(r)
+    return (
+        f"for {reads} reads at the site's own RTT ({rtt:.3g} ms), " + "; ".join(said),
+        evidence,
+        ratios,
+    )
 
 
 SECTION = Section(
