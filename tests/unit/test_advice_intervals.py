@@ -38,6 +38,26 @@ def test_protocol_advice_names_the_winner_with_intervals() -> None:
     assert "41% [40%" in advice.text and "single measurement" not in advice.text
 
 
+def test_protocol_advice_names_no_winner_from_single_measurements_that_nearly_agree() -> None:
+    """The quick profile on a grid site (2026-11-28) advised "Use http for analysis reads:
+    median CPU efficiency 98% with http, 98% with xrootd (1x (single measurements, no
+    interval))": a winner named by a ratio of 1 measured once each."""
+    close = pd.DataFrame([
+        _point("protocols", [[0.981]], "cpu_efficiency", protocol="http"),
+        _point("protocols", [[0.978]], "cpu_efficiency", protocol="xrootd"),
+    ])  # fmt: skip
+    advice = protocols(close)
+    assert advice is not None and "Use " not in advice.text
+    assert advice.text.startswith("The protocols' CPU efficiency is within 10% of each other")
+    apart = pd.DataFrame([
+        _point("protocols", [[0.90]], "cpu_efficiency", protocol="xrootd"),
+        _point("protocols", [[0.45]], "cpu_efficiency", protocol="http"),
+    ])  # fmt: skip
+    named = protocols(apart)
+    assert named is not None and named.text.startswith("Use xrootd for analysis reads")
+    assert "single measurement" in named.text
+
+
 def test_layout_advice_from_single_measurements_says_so() -> None:
     stats = pd.DataFrame([
         _point("layout", [[12.4]], "wall_s", layout="unordered", cache="off"),

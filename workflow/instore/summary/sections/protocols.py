@@ -8,6 +8,7 @@ import pandas as pd
 from instore.payload.specs import compared_points
 from instore.summary.advice import (
     NO_DIFFERENCE,
+    WALL_TOLERANCE,
     Recommendation,
     as_evidence,
     figure,
@@ -30,7 +31,8 @@ NAME = "protocols"
 
 def protocols(stats: pd.DataFrame) -> Recommendation | None:
     """The protocol with the best median CPU efficiency (ROOT engine when it was measured),
-    named only when its efficiency over the worst one's has an interval that excludes 1."""
+    named only when its efficiency over the worst one's has an interval that excludes 1, or,
+    from single measurements (no interval), when it leads by more than WALL_TOLERANCE."""
     part = compared_points(ok_points(stats, NAME))
     eff = part.groupby("protocol")["cpu_efficiency_median"].median().sort_values()
     if len(eff) < 2:
@@ -43,6 +45,9 @@ def protocols(stats: pd.DataFrame) -> Recommendation | None:
                f"{shown[worst].text('{:.0%}')} with {worst}")  # fmt: skip
     if gain.has_interval and not gain.differs:
         text = f"The protocols show {NO_DIFFERENCE} in CPU efficiency: {figures}."
+    elif not gain.has_interval and abs(gain.value - 1) <= WALL_TOLERANCE:
+        text = (f"The protocols' CPU efficiency is within {WALL_TOLERANCE:.0%} of each other, "
+                f"too close to name one from single measurements: {figures}.")  # fmt: skip
     else:
         text = f"Use {best} for analysis reads: {figures} ({gain.text()})."
     evidence = {
