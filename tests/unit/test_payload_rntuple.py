@@ -121,15 +121,21 @@ def test_engines_agree_on_rntuple(ntuples: dict[str, Path], writer: str, pattern
 
 def test_rntuple_metrics_agree_with_what_the_kernel_served(ntuples: dict[str, Path]) -> None:
     """rchar minus RNTuple's own bytes read is the same constant for very different reads:
-    every page byte the kernel delivered is counted; what is left is the file's metadata."""
+    every page byte the kernel delivered is counted; what is left is the file's metadata.
+    rchar is the whole process's: a read of anything else within the job (a module imported
+    lazily; once in a fresh-clone CI, 16,048 bytes more on one pattern of four) only adds, so
+    each pattern is read twice and its smaller count kept."""
     path = ntuples["root"]
     read(path, engine="root")  # warm up: ROOT's own files, dictionaries
     extra = []
     for cache, pattern in ((None, Pattern()), (0, Pattern()), (0, Pattern(branches="fraction:0.3")),
                            (1, Pattern(entry_fraction=0.5, entry_mode="range"))):  # fmt: skip
-        r = read(path, engine="root", cache_bytes=cache, pattern=pattern)
-        assert r["bytes_read"] == r["counters"]["szReadPayload"] > 0
-        extra.append(r["rchar_delta"] - r["bytes_read"])
+        counts = []
+        for _ in range(2):
+            r = read(path, engine="root", cache_bytes=cache, pattern=pattern)
+            assert r["bytes_read"] == r["counters"]["szReadPayload"] > 0
+            counts.append(r["rchar_delta"] - r["bytes_read"])
+        extra.append(min(counts))
     assert max(extra) - min(extra) <= 64, extra
     assert 0 <= min(extra) < 64 * 1024, extra
 
