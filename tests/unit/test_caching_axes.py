@@ -229,3 +229,15 @@ def test_a_real_sites_caching_points_are_compared_at_its_own_rtt() -> None:
     assert (
         same.evidence["full"]["XCache warm"]["lo"] < 1 < same.evidence["full"]["XCache warm"]["hi"]
     )
+
+
+def test_a_real_sites_caching_page_names_its_own_rtt_not_an_axis() -> None:
+    """The trial's caching page titled its one-RTT table "across RTTs", as if the site had
+    been retuned; it names the RTT its points ran at, and the emulated grid keeps the axis."""
+    from instore.report.caching import _where
+    from instore.summary.sections.caching import by_method
+
+    real = by_method(_real_site_caching_stats([0.170, 0.172, 0.175]))
+    assert _where(real) == "at the site's own RTT (0.107 ms)"
+    grid = real.assign(rtt_ms=[1.0, 30.0])
+    assert _where(grid) == "across RTTs"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from instore.errors import InstoreError
 from instore.site import upload
+from instore.site.command import upload_summary
 from instore.site.config import load_site
 from instore.storage import base as storage_base
 
@@ -137,5 +138,8 @@ def test_replace_puts_the_studys_files_over_copies_a_removed_checkout_placed(
     assert (store / local.name).read_bytes() == b"earlier run" * 100  # nothing replaced
     done = upload.upload(site, [local], ledger=ledger, replace=True)
     assert [f["action"] for f in done["files"]] == ["replaced"]  # type: ignore[index]
+    line = upload_summary(site.name, done, True, tmp_path / "upload.json")
+    assert "1 replaced (copies of the same name that differed, as --replace asked)" in line
+    assert "earlier upload" not in line  # no ledger said they were ours
     assert (store / local.name).read_bytes() == local.read_bytes()
     assert upload.read_ledger(ledger)[str(store / local.name)].size == local.stat().st_size

@@ -52,7 +52,7 @@ def caching(view: SiteView) -> None:
     show.figure(
         fig,
         "caching",
-        "CPU efficiency and wall time against RTT per access method (median per point; bars: "
+        f"CPU efficiency and wall time per access method {_where(pts)} (median per point; bars: "
         f"95% interval); dashed red: the {EFFICIENCY_FLOOR:.0%} efficiency floor; grey: where a "
         "warm XCache beats direct reads.",
     )
@@ -65,4 +65,10 @@ def caching_table(view: SiteView) -> None:
         return
     pts = _caching_points(view).sort_values(["reads", "method", "rtt_ms"])
     table = statistics_table(pts, SECTION)
-    show.table(table, "Access methods across RTTs (median per point, 95% interval)")
+    show.table(table, f"Access methods {_where(pts)} (median per point, 95% interval)")
+
+
+def _where(points: pd.DataFrame) -> str:
+    """``across RTTs``, or at the one RTT a real site's points ran at (its own, as probed)."""
+    rtts = points["rtt_ms"].dropna().unique()
+    return f"at the site's own RTT ({rtts[0]:.3g} ms)" if len(rtts) == 1 else "across RTTs"

@@ -160,12 +160,18 @@ def _upload(args: argparse.Namespace) -> int:
     upload.write_marker(record, marker)
     for line in upload.notes(record):
         print(line, file=sys.stderr)
-    actions = Counter(f["action"] for f in record["files"])  # type: ignore[attr-defined]
-    replaced = (f", {actions['replaced']} replaced (an earlier upload's files of the same name)"
-                if actions["replaced"] else "")  # fmt: skip
-    print(f"site {cfg.name}: {actions['copied']} copied{replaced}, {actions['present']} already "
-          f"there and equal (size, adler32); {marker}", file=sys.stderr)  # fmt: skip
+    print(upload_summary(cfg.name, record, args.replace, marker), file=sys.stderr)
     return 0
+
+
+def upload_summary(site: str, record: dict[str, object], replace: bool, marker: Path) -> str:
+    """The upload's last line: what was copied, replaced (and why it could be) and found equal."""
+    actions = Counter(f["action"] for f in record["files"])  # type: ignore[attr-defined]
+    why = ("copies of the same name that differed, as --replace asked" if replace
+           else "an earlier upload's files of the same name")  # fmt: skip
+    replaced = f", {actions['replaced']} replaced ({why})" if actions["replaced"] else ""
+    return (f"site {site}: {actions['copied']} copied{replaced}, {actions['present']} already "
+            f"there and equal (size, adler32); {marker}")  # fmt: skip
 
 
 def _fault(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from instore.summary.advice import (
     NO_DIFFERENCE,
     Recommendation,
     as_evidence,
+    capitalised,
     ok_points,
     ratio,
     single_note,
@@ -49,10 +50,13 @@ def by_method(points: pd.DataFrame) -> pd.DataFrame:
 def caching_curves(stats: pd.DataFrame) -> pd.DataFrame:
     """Median CPU efficiency and wall time per read kind, access method and RTT (the caching
     section's what-if curves), one row each."""
-    part = by_method(ok_points(stats, NAME))
+    return _curves(by_method(ok_points(stats, NAME)))
+
+
+def _curves(points: pd.DataFrame) -> pd.DataFrame:
     keys = ["reads", "method", "rtt_ms"]
     cols = {"cpu_efficiency_median": "efficiency", "wall_s_median": "wall_s"}
-    return part.groupby(keys)[list(cols)].median().rename(columns=cols).reset_index()
+    return points.groupby(keys)[list(cols)].median().rename(columns=cols).reset_index()
 
 
 def break_even_ms(curves: pd.DataFrame, method: str, against: str) -> float | None:
@@ -111,14 +115,15 @@ def caching(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendat
     under ``floor`` CPU efficiency; per read kind (full, sparse)."""
     if "rtt_ms" not in stats or "cache_state" not in stats:
         return None
-    curves = caching_curves(stats)
+    points = by_method(ok_points(stats, NAME))
+    curves = _curves(points)
     phrases, evidence, ratios = [], {"floor": floor}, []
     for reads in ("full", "sparse"):
         part = curves[curves["reads"] == reads]
         if part["method"].nunique() < 2:
             continue
         if part["rtt_ms"].nunique() < 2:  # a real site: its own RTT only
-            phrase, evidence[reads], found = _one_rtt_phrase(stats, reads)
+            phrase, evidence[reads], found = _one_rtt_phrase(points, reads)
             ratios += found
         else:
             phrase, evidence[reads] = _caching_phrase(curves, reads, floor)
@@ -126,14 +131,13 @@ def caching(stats: pd.DataFrame, floor: float = EFFICIENCY_FLOOR) -> Recommendat
     if not phrases:
         return None
     text = "; ".join(phrases) + "." + single_note(*ratios)
-    return Recommendation(NAME, text[0].upper() + text[1:], SECTION.link("caching"), evidence)
+    return Recommendation(NAME, capitalised(text), SECTION.link("caching"), evidence)
 
 
-def _one_rtt_phrase(stats: pd.DataFrame, reads: str) -> tuple[str, dict, list[Ratio]]:
+def _one_rtt_phrase(points: pd.DataFrame, reads: str) -> tuple[str, dict, list[Ratio]]:
     """At one RTT (a real site's own): each other method's wall over direct reads', with its
     interval; no method named faster or slower where the interval includes no difference."""
-    part = by_method(ok_points(stats, NAME))
-    part = part[part["reads"] == reads]
+    part = points[points["reads"] == reads]
     direct = part[part["method"] == access_method(XROOTD, None)]
     rtt = float(part["rtt_ms"].iloc[0])
     if direct.empty:
