@@ -306,3 +306,28 @@ def test_an_opens_handshake_cpu_is_not_counted_twice() -> None:
     opens = prof.protocols["xrootd"].open_round_trips
     assert opens is not None and opens.value == pytest.approx(OPEN_TRIPS)
     assert prof.fit_quality and prof.fit_quality["within_10pct"] == 1.0
+
+
+def test_one_engines_own_wait_per_read_is_not_the_servers() -> None:
+    """The reference run's lan-hdd (2026-11-28, f0e4aca): ROOT over https (XrdClHttp) waited
+    about 30 ms off CPU per read call, uproot over the same server about 0; fitted over both,
+    the site's https took 10.2 ms a request, and every replay over https on lan-hdd was
+    predicted up to 16.5% long. The server's time is the least of the engines'; each
+    engine's stays in the fit's evidence."""
+    client_ms = 12.0
+    rows = []
+    for r in synthetic():
+        rows.append(r)
+        if r["section"] == "cache":  # the same points read by uproot, without the extra wait
+            rows.append({**r, "engine": "uproot"})
+            if r["protocol"] == "http":
+                rows[-2] = {**r, "wall_s": r["wall_s"] + r["read_calls"] * client_ms / 1e3}
+    prof = fit_profile("wan", CALIBRATION, rows)
+    http = prof.protocols["http"].request_ms
+    assert http.value == pytest.approx(SERVER_MS["http"], rel=1e-6)
+    assert http.fit is not None
+    assert http.fit["by_engine_ms"]["root"] == pytest.approx(
+        SERVER_MS["http"] + client_ms, rel=1e-3
+    )
+    assert "the uproot engine's: the least of the engines'" in http.source
+    assert prof.protocols["xrootd"].request_ms.value == pytest.approx(SERVER_MS["xrootd"], rel=1e-6)
