@@ -128,6 +128,24 @@ def test_the_worst_are_explained_from_their_records() -> None:
                                "the reads: the storage served them faster than the profile says.")  # fmt: skip
 
 
+def test_whole_passes_in_the_fixed_time_are_explained_as_a_step_not_as_think_time() -> None:
+    """The reference run of b7863c0: lan-hdd's one client made 10 whole passes in 10 s, the
+    next one having read none of its bytes (its lead-in is think time), so its wall per pass,
+    1.0 s, is a bound; the model's own pass took 1.14 s, which the fixed time counts as 8.15
+    passes (1.23 s, +23%). The Results page blamed the replay's think time; it names the step."""
+    step = Check("lan-hdd", "load", "agc-load", "xrootd", None, 1, 1, 1.0, 1.227, None, 0.6,
+                 "disk", measured_read_s=0.368, predicted_io_s=0.471, fixed_time_s=10.0,
+                 passes=10.0, predicted_pass_s=1.143)  # fmt: skip
+    assert step.whole_passes()
+    why = step.why()
+    assert ("its 10 passes in the fixed 10 s were whole (the next one had read none of its "
+            "bytes): a pass took at most 1 s, and the model's takes 1.14 s (+14% of that bound), "
+            "so the model counts 8.15 passes where the records count 10") in why  # fmt: skip
+    assert "think time" not in why
+    cut = replace(step, passes=9.15)  # a cut pass: the wall per pass is a measurement
+    assert not cut.whole_passes() and "think time ran shorter" in cut.why()
+
+
 def test_the_overview_grid_shows_every_analysis_on_every_profiled_site(
     study: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:

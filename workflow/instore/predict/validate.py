@@ -58,6 +58,11 @@ class Check:
     overshoot_s: float | None = None
     measured_read_s: float | None = None
     predicted_io_s: float | None = None
+    # a fixed-time point's: the time, its clients' mean passes (median over repetitions) and
+    # the model's own pass, before the fixed time cut it into whole passes and a part
+    fixed_time_s: float | None = None
+    passes: float | None = None
+    predicted_pass_s: float | None = None
 
     @property
     def error(self) -> float:
@@ -79,11 +84,35 @@ class Check:
                          f"({self.overshoot_s / meas:.0%} of its wall): its {self.clients} "
                          "client(s) waited for a CPU, which the model does not count")  # fmt: skip
         read, io = self.measured_read_s, self.predicted_io_s
-        if read is not None and io is not None:
+        if self.whole_passes():
+            words.append(self._step())
+        elif read is not None and io is not None:
             words.append(self._parts(read, io))
         if self.waits_on in PART_WORDS:
             words.append(f"the model has it waiting most on {PART_WORDS[self.waits_on]}")
         return "; ".join(words) + "."
+
+    def whole_passes(self) -> bool:
+        """A fixed-time point whose clients made whole passes only: its wall per pass is a
+        bound (the fixed time over them), not a measurement of one pass."""
+        n = self.passes
+        return bool(self.fixed_time_s and n and n >= 1 and abs(n - round(n)) < 1e-9
+                    and self.predicted_pass_s)  # fmt: skip
+
+    def _step(self) -> str:
+        """Where the fixed time's count of passes, not the pass, makes the error: the measured
+        pass took at most the fixed time over the whole passes, and the model's pass is set
+        beside it, with how the model's count fell a step short or over."""
+        n, fixed, own = (
+            round(self.passes or 0),
+            float(self.fixed_time_s or 0),
+            self.predicted_pass_s,
+        )
+        bound = fixed / n
+        return (f"its {n} passes in the fixed {fixed:g} s were whole (the next one had read none of"
+                f" its bytes): a pass took at most {bound:.3g} s, and the model's takes {own:.3g} s"
+                f" ({(own or 0) / bound - 1:+.0%} of that bound), so the model counts "
+                f"{fixed / self.predicted_wall_s:.3g} passes where the records count {n}")  # fmt: skip
 
     def _parts(self, read: float, io: float) -> str:
         """The difference split between the reads (the replay's latencies summed, over its
@@ -136,6 +165,7 @@ def measured_points(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         per_run = [w for rep in reps if (w := _fixed_time_wall(rep, fixed)) is not None]
         effs = [float(e) for r in rows
                 if isinstance(e := r.get("predicted_cpu_efficiency"), int | float)]  # fmt: skip
+        passes = [p for rep in reps if (p := _mean_passes(rep)) is not None] if fixed else []
         if not walls:
             continue
         out.append({"section": section, "trace": trace, "recorded_on": recorded_on,
@@ -146,6 +176,7 @@ def measured_points(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                     "overshoot_s": _per_pass(rows, "sleep_overshoot_s"),
                     "read_s": _per_pass(rows, "read_time_s"),
                     "fixed_time_s": fixed,
+                    "passes": statistics.median(passes) if passes else None,
                     "cpu_efficiency": statistics.median(effs) if effs else None})  # fmt: skip
     return out
 
@@ -157,16 +188,22 @@ def _recorded_site(r: dict[str, Any]) -> str | None:
     return recorded.get("recorded_on") if isinstance(recorded, dict) else None
 
 
+def _mean_passes(rows: Sequence[dict[str, Any]]) -> float | None:
+    """A repetition's clients' mean passes (None: none recorded)."""
+    passes = [float(p) for r in rows if isinstance(p := r.get("passes"), int | float)]
+    return statistics.mean(passes) if passes else None
+
+
 def _fixed_time_wall(rows: Sequence[dict[str, Any]], fixed_time_s: float | None) -> float | None:
     """A fixed-time repetition's wall per pass: the fixed time over its clients' mean passes,
     the HEPiX aggregate (every client's events over the time; ``model.passes_in`` counts the
     model's clients so). Not the clients' median: a client's passes come in steps of the
     trace's largest reads (seen: 1.0 or 1.15 passes in 10 s at 16 clients on lan-hdd), so a
     median of per-client walls sits on one step. None: not a fixed-time point, or no passes."""
-    passes = [float(p) for r in rows if isinstance(p := r.get("passes"), int | float)]
-    if not fixed_time_s or not passes or sum(passes) <= 0:
+    passes = _mean_passes(rows)
+    if not fixed_time_s or not passes or passes <= 0:
         return None
-    return float(fixed_time_s) / statistics.mean(passes)
+    return float(fixed_time_s) / passes
 
 
 def _per_pass(rows: Sequence[dict[str, Any]], key: str) -> float | None:
@@ -218,7 +255,8 @@ def check_site(profile: Profile, records: Sequence[dict[str, Any]],
                             p["clients"], p["repetitions"], p["wall_s"], wall,
                             p["cpu_efficiency"], pred.cpu_efficiency, pred.waits_on,
                             p["wall_lo_s"], p["wall_hi_s"], p["walls"], p["overshoot_s"],
-                            p["read_s"], pred.wall_s - pred.breakdown.get("think", 0.0)))  # fmt: skip
+                            p["read_s"], pred.wall_s - pred.breakdown.get("think", 0.0),
+                            p["fixed_time_s"], p["passes"], pred.wall_s if pred.passes else None))  # fmt: skip
     return checks, skipped
 
 
