@@ -98,8 +98,9 @@ def validation(reference: Path = REFERENCE) -> str:
                 f"{verdict(s)}.{few} Per section:\n\n")  # fmt: skip
         out += _by_section(trace)
         out += (f"The {min(WORST, len(trace))} worst, with what their records say (measured: "
-                "the median wall per pass, for a load point the fixed time over its clients' mean "
-                "passes; the range of the runs or clients and how many):\n\n")  # fmt: skip
+                "the median wall per pass; for a load point its clients' whole passes' median "
+                "wall where each client timed one, else the fixed time over their mean passes; "
+                "the range of the runs, clients or passes and how many):\n\n")  # fmt: skip
         out += _worst(trace)
     if held:
         out += (f"Held out, the caching section's direct points at RTTs and links the fit "

@@ -71,6 +71,18 @@ def test_a_point_off_by_20pct_is_outside_10pct_and_listed_among_the_worst(study:
     assert [w["trace"] for w in s["worst"]] == ["chatty", "cpu-bound"]  # 20%, then 5%
 
 
+def test_a_timed_fixed_time_point_is_checked_against_the_models_own_pass(study: dict) -> None:
+    """Its clients timed whole passes: the model's pass is what they are held to, not the
+    model's count of passes in the fixed time."""
+    two = predict(study["chatty"], study["wan"], Scenario(protocol="xrootd", clients=2)).wall_s
+    rows = [_replay("b", "chatty", 99.0, job=j, section="load", fixed_time_s=3.3 * two,
+                    passes=3.5, wall_s=3.3 * two, pass_walls_s=[two / 1.2] * 3)
+            for j in range(2)]  # fmt: skip
+    (check,), _ = check_site(study["wan"], rows, TraceFinder(study["data"] / "traces"))
+    assert check.predicted_wall_s == pytest.approx(two)
+    assert check.error == pytest.approx(0.2, rel=1e-6) and not check.whole_passes()
+
+
 def test_the_what_if_page_shows_the_count_and_the_worst_first(
     study: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -105,6 +117,29 @@ def test_a_load_points_wall_is_the_fixed_time_over_its_clients_mean_passes() -> 
     assert point["wall_lo_s"] == pytest.approx(10.0 / 1.15) and point["wall_hi_s"] == 10.0
     (replay,) = measured_points([_replay("a", "t", 2.0), _replay("b", "t", 2.2)])
     assert replay["wall_s"] == pytest.approx(2.1)  # a replay point: its walls' median
+
+
+def test_a_load_point_whose_clients_timed_whole_passes_is_measured_by_them() -> None:
+    """The reference run of b7863c0: the WAN's 16 clients made 3.15 passes each over xrootd and
+    4.0 over https, in the same 10 s, one pass taking about 2.5 s: the fixed time over the
+    passes moved by a whole step (3.17 s against 2.5 s) for a pass a few percent longer. Where
+    every client timed a whole pass, the point's wall is their passes' median wall; a client
+    cut in its first pass leaves the point on the fixed time's count."""
+
+    def client(key: str, job: int, walls: list[float], passes: float) -> dict:
+        return _replay(key, "t", 10.0 / passes, job=job, section="load", passes=passes,
+                       wall_s=10.0, fixed_time_s=10, pass_walls_s=walls)  # fmt: skip
+
+    timed = [client("r0", j, w, p) for j, (w, p) in enumerate(
+        (([2.45, 2.5, 2.52], 3.15), ([2.4, 2.48, 2.49, 2.5], 4.0), ([2.55, 2.6, 2.58], 3.15)))]  # fmt: skip
+    (point,) = measured_points(timed)
+    assert point["wall_s"] == pytest.approx(2.5) and point["walls"] == 10
+    assert (point["wall_lo_s"], point["wall_hi_s"]) == (2.4, 2.6)
+    assert point["passes"] is None  # no step to explain
+    cut = [*timed, client("r0", 3, [], 0.4)]  # one client made no whole pass
+    (point,) = measured_points(cut)
+    assert point["wall_s"] == pytest.approx(10.0 / ((3.15 + 4.0 + 3.15 + 0.4) / 4))
+    assert point["passes"] == pytest.approx((3.15 + 4.0 + 3.15 + 0.4) / 4)
 
 
 def test_the_worst_are_explained_from_their_records() -> None:

@@ -124,6 +124,13 @@ def test_fixed_time_replays_until_the_time_is_up(tmp_path: Path) -> None:
     assert rec.predicted_cpu_efficiency == pytest.approx(min(1.0, per_core))
     assert rec.cpu_bound == (per_core > 1)
     assert rec.predicted_wall_s == pytest.approx(rec.wall_s / rec.passes)
+    # each complete pass's own wall, lead-in to tail: together no more than the fixed time,
+    # each about the trace's recorded think (0.25 s a pass; a sleep overslept is taken off the
+    # next one, so a pass may come a little under it); the cut pass, which may have read all
+    # its data before the time was up in its tail, has none
+    assert 0 <= rec.passes - len(rec.pass_walls_s) <= 1
+    assert all(0.2 < w < fixed for w in rec.pass_walls_s), rec.pass_walls_s
+    assert sum(rec.pass_walls_s) <= rec.wall_s
 
 
 def test_later_passes_read_their_own_files_cold(tmp_path: Path) -> None:

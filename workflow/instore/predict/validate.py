@@ -3,8 +3,11 @@ site's profile (fitted on its payload sections only) and compared with its measu
 
 A replay point's measured wall is its replays' median wall per pass (``predicted_wall_s``, the
 replay's wall of one complete pass; ``wall_s / passes`` where it has none); a load point's
-(fixed time) is, per repetition, the fixed time over its clients' mean passes (its jobs are
-its clients), the median over repetitions. The XCache protocol is the trace
+(fixed time) is the median of its clients' whole passes' own walls (``pass_walls_s``) where
+every client made one, against the model's pass; else (a client cut in its first pass, or
+records from before passes were timed), per repetition, the fixed time over its clients' mean
+passes (its jobs are its clients), the median over repetitions, against the model's count of
+passes in the same time. The XCache protocol is the trace
 read through the site's cache in the point's cache state. The relative error is
 (predicted - measured) / measured.
 """
@@ -166,6 +169,9 @@ def measured_points(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         effs = [float(e) for r in rows
                 if isinstance(e := r.get("predicted_cpu_efficiency"), int | float)]  # fmt: skip
         passes = [p for rep in reps if (p := _mean_passes(rep)) is not None] if fixed else []
+        timed = [list(r["pass_walls_s"]) for r in rows if r.get("pass_walls_s")]
+        if fixed and len(timed) == len(rows):  # every client timed a whole pass: its walls
+            walls, per_run, passes = [w for ws in timed for w in ws], [], []
         if not walls:
             continue
         out.append({"section": section, "trace": trace, "recorded_on": recorded_on,
@@ -249,8 +255,8 @@ def check_site(profile: Profile, records: Sequence[dict[str, Any]],
                       recorded_on=recorded_on(compiled), until_s=p["fixed_time_s"])  # fmt: skip
         pred = predict(compiled, profile, sc)
         wall = pred.wall_s
-        if pred.passes:  # a fixed-time point: its wall per pass, as its records count it
-            wall = float(p["fixed_time_s"]) / pred.passes
+        if pred.passes and p["passes"] is not None:  # its wall per pass as its records count
+            wall = float(p["fixed_time_s"]) / pred.passes  # it: the fixed time over its passes
         checks.append(Check(profile.site, p["section"], p["trace"], p["protocol"], state,
                             p["clients"], p["repetitions"], p["wall_s"], wall,
                             p["cpu_efficiency"], pred.cpu_efficiency, pred.waits_on,

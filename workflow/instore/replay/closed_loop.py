@@ -262,6 +262,7 @@ def replay(
         start_lateness_s=lateness,
         fixed_time_s=fixed_time_s,
         passes=passes,
+        pass_walls_s=list(state.pass_walls),
         events=events,
         events_per_s=events / wall if events is not None and wall > 0 else None,
         provenance=asdict(Provenance.collect()),

@@ -106,6 +106,7 @@ class Replay:
         self.read_in_pass = 0  # recorded data bytes of the pass in hand's completed reads
         self.at = 0  # the request in hand (the one that failed, if one did)
         self.passes = 0  # complete passes
+        self.pass_walls: list[float] = []  # each complete pass's wall, lead-in to tail
         self.partial = 0.0  # the share of a pass's data bytes the pass in hand has read
         self.think_before_pass = 0.0  # think time replayed before the pass in hand began
         self.failure: BaseException | None = None
@@ -123,6 +124,7 @@ class Replay:
         (no request is issued after it)."""
         self.partial, self.read_in_pass = 0.0, 0
         self.think_before_pass = self.think_s
+        began = time.perf_counter()
         if not self.clock.think_until(think.lead_s, deadline):
             return False
         board = _Board()
@@ -134,6 +136,7 @@ class Replay:
             return False
         self.close_all()  # what the job left open closed at its end; the next pass opens anew
         self.passes, self.partial = self.passes + 1, 0.0
+        self.pass_walls.append(time.perf_counter() - began)
         self.think_before_pass = self.think_s
         return True
 

@@ -72,6 +72,9 @@ class ReplayRecord:
     # Passes through the trace: whole ones plus the share of a pass's data bytes the last,
     # cut pass had read (1.0 for one complete replay)
     passes: float | None = None
+    # Each whole pass's wall (its lead-in to its tail), in order: what the model predicts of a
+    # pass, without the fixed time's step between whole passes and a cut one
+    pass_walls_s: list[float] = field(default_factory=list)
     events: float | None = None  # the recorded job's events x passes; None: the trace has none
     events_per_s: float | None = None  # events / wall
     pass_urls: list[str] = field(default_factory=list)  # fixed-time: later passes' files
