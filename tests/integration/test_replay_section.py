@@ -162,6 +162,10 @@ def test_replay_load_and_filesystem_sections_in_one_sweep(env: dict[str, Path], 
     alone = load[load["fill"] == 1].iloc[0]
     assert alone["passes"] > 1  # one client alone: several passes, each on another copy, cold
     assert len(alone["pass_urls"]) == COPIES - 1 and alone["urls"][0] not in alone["pass_urls"]
+    # its whole passes timed, one wall each, together within the fixed time
+    walls = list(alone["pass_walls_s"])
+    assert 0 <= alone["passes"] - len(walls) <= 1 and len(walls) >= 1
+    assert all(w > 0 for w in walls) and sum(walls) <= alone["wall_s"]
     table = points(load)
     assert list(table["clients"]) == FILLS
     assert (table["events_in_fixed_time"] > 0).all() and (table["fixed_time_s"] == FIXED_S).all()
