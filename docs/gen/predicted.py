@@ -58,7 +58,8 @@ def _worst(checks: Sequence[Any]) -> str:
 
 def validation(reference: Path = REFERENCE) -> str:
     """The reference run's replay and load points against their prediction, or why not."""
-    from instore.predict.validate import from_row, summary, verdict
+    from instore.predict.check import from_row
+    from instore.predict.validate import summary, verdict
     from instore.vocabulary import HELD_OUT_SECTION, TRACE_SECTIONS
 
     run = json.loads((reference / "run.json").read_text())

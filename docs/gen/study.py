@@ -123,7 +123,8 @@ def _duration(log: Path | None) -> dict[str, Any]:
 def _predicttable(results: Path, traces: Path) -> pd.DataFrame:
     """Every replay, load and held-out caching point of the run against its prediction from
     its site's profile (``instore predict --validate``), with what its records say of it."""
-    from instore.predict.validate import COLUMNS, validate_results
+    from instore.predict.check import COLUMNS
+    from instore.predict.validate import validate_results
 
     checks, _ = validate_results(results, traces)
     return pd.DataFrame([c.as_dict() for c in checks], columns=[*COLUMNS, "error", "why"])

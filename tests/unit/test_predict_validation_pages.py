@@ -11,12 +11,13 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from instore.predict.check import Check
 from instore.predict.compiled import compile_trace
 from instore.predict.fit import fit_profile
 from instore.predict.model import predict
 from instore.predict.profile import Param, read_profile, write_profile
 from instore.predict.scenario import Scenario
-from instore.predict.validate import Check, TraceFinder, check_site, measured_points, summary
+from instore.predict.validate import TraceFinder, check_site, measured_points, summary
 from instore.replay.trace import load_trace
 from instore.report import show, whatif
 
@@ -244,7 +245,7 @@ def test_a_real_job_is_predicted_from_its_sites_profile(study: dict) -> None:
 
 def _reference(tmp_path: Path, checks: list[Check] | None) -> Path:
     import pandas as pd
-    from instore.predict.validate import COLUMNS
+    from instore.predict.check import COLUMNS
 
     ref = tmp_path / "reference"
     ref.mkdir()
