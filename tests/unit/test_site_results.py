@@ -16,6 +16,7 @@ from instore.errors import InstoreError
 from instore.site import live as live_module
 from instore.site import open_site, upload, verify
 from instore.site import real as real_module
+from instore.site.command import after_replacing
 from instore.site.config import load_site
 from instore.site.live import LiveSite
 
@@ -149,6 +150,59 @@ def test_an_xcaches_copies_are_checked_by_size_not_read_back_through_it(
     assert site.check_files([local]) == []
     assert asked["root://se:1094//d/ordered-r0.root"] == verify.local_adler32(local)
     assert asked["root://cache:1094//d/ordered-r0.root"] is None
+
+
+def _cached_site(tmp_path: Path, purge: bool) -> Path:
+    """A real site with an XCache in front of its root://, and a purge command that empties it
+    (it leaves a mark) where ``purge``."""
+    path = write_real_site(tmp_path / "r.yaml", {
+        "xrootd": "root://se:1094//d/{file}", "xcache": "root://cache:1094//d/{file}",
+    }, name="r")  # fmt: skip
+    if purge:
+        data = yaml.safe_load(path.read_text())
+        data["tuning"] = {"xcache_purge": ["touch", str(tmp_path / "purged")]}
+        path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_an_xcache_holding_an_older_copy_is_emptied_and_checked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trial of 2026-11-28, the quick profile and then the full one: the full profile's
+    upload replaced ordered-r0.root at the origin (15.4 MB where the quick one's was 7.8 MB),
+    and the XCache still served the quick one's copy; the check stopped the sweep telling the
+    user to upload again, which changes nothing behind a cache. With a purge command the check
+    empties the cache and looks again; without one it says the cache is stale."""
+    local = tmp_path / "ordered-r0.root"
+    local.write_bytes(b"root" + bytes(100))
+    purged = tmp_path / "purged"
+
+    def found(url: str, size: int, checksum: str | None) -> upload.Copy:
+        if "cache" in url and not purged.exists():  # the quick profile's copy, smaller
+            raise upload.CopyDiffers(url, "size", upload.Remote(size // 2, None), str(size))
+        return upload.Copy(size, None)
+
+    monkeypatch.setattr(verify.upload, "found", found)
+    monkeypatch.setattr(verify, "first_bytes", lambda url, t: verify.ROOT_MAGIC)
+    bare = real_module.RealLive(load_site(_cached_site(tmp_path, purge=False)), [], tmp_path)
+    (line,) = bare.check_files([local])
+    assert line.startswith("xcache root://cache:1094//d/{file}: size of ")
+    assert upload.STALE_CACHE in line and "instore site upload" not in line
+    site = real_module.RealLive(load_site(_cached_site(tmp_path, purge=True)), [], tmp_path)
+    assert site.check_files([local]) == [] and purged.exists()
+
+
+def test_an_upload_that_replaced_copies_empties_the_sites_xcache(tmp_path: Path) -> None:
+    """A same-size copy replaced at the origin would pass the cache's size check with another
+    file's bytes: after an upload that replaced any, the XCache is emptied, or the user told."""
+    record = {"files": [{"action": "replaced"}, {"action": "copied"}]}
+    quiet = after_replacing(load_site(_cached_site(tmp_path, purge=False)), record)
+    assert quiet is not None and "may still hold the 1 copies the upload replaced" in quiet
+    done = after_replacing(load_site(_cached_site(tmp_path, purge=True)), record)
+    assert done is not None and done.startswith("site r: emptied its XCache")
+    assert (tmp_path / "purged").exists()
+    copied = {"files": [{"action": "copied"}]}
+    assert after_replacing(load_site(_cached_site(tmp_path, purge=True)), copied) is None
 
 
 def test_a_real_sites_points_carry_the_rtt_its_calibration_probed(tmp_path: Path) -> None:

@@ -10,16 +10,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from instore import credentials
+from instore import access, credentials
 from instore.cliutil import log_progress
 from instore.errors import InstoreError
 from instore.site import calibrate as calib
 from instore.site import emulated
-from instore.site.config import load_site, site_name
+from instore.site.config import SiteConfig, load_site, site_name
 from instore.site.emulated import faults
 from instore.site.emulated.names import SiteNames
 from instore.site.emulated.system import cmdline
-from instore.site.real import RealLive
+from instore.site.real import RealLive, purge_xcache
 from instore.site.session import site_as_it_is, using_site
 
 # How the preflight's progress lines begin on stderr: a script that reads its failure lines
@@ -161,7 +161,26 @@ def _upload(args: argparse.Namespace) -> int:
     for line in upload.notes(record):
         print(line, file=sys.stderr)
     print(upload_summary(cfg.name, record, args.replace, marker), file=sys.stderr)
+    stale = after_replacing(cfg, record)
+    if stale:
+        print(stale, file=sys.stderr)
     return 0
+
+
+def after_replacing(cfg: SiteConfig, record: dict[str, object]) -> str | None:
+    """Where the upload replaced copies behind a site whose XCache may hold the old ones (a
+    same-size stale copy passes any size check, and its bytes are another file's): empty the
+    cache with its purge command, or say that it must be. The line to print, None: nothing."""
+    replaced = sum(f["action"] == "replaced" for f in record["files"])  # type: ignore[attr-defined]
+    if not replaced or access.XCACHE not in cfg.endpoints:
+        return None
+    if not cfg.tuning.xcache_purge:
+        return (f"site {cfg.name}: its XCache may still hold the {replaced} copies the upload "
+                "replaced at its origin: have it emptied (or name its purge command in the site "
+                "file's tuning.xcache_purge) before the study reads through it")  # fmt: skip
+    purge_xcache(cfg)
+    return (f"site {cfg.name}: emptied its XCache with tuning.xcache_purge: it may have held the "
+            f"{replaced} copies the upload replaced at its origin")  # fmt: skip
 
 
 def upload_summary(site: str, record: dict[str, object], replace: bool, marker: Path) -> str:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from instore import access, credentials, pagecache
 from instore.errors import InstoreError
+from instore.site import upload
 from instore.site.config import SiteConfig
 from instore.site.live import DEFAULT_RESULTS, FIO_MAX_MB, FioTarget, LiveSite
 from instore.site.verify import VerifiedCopies, verify_endpoint
@@ -111,6 +112,19 @@ class RealLive(LiveSite):
 
         with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
             causes = list(pool.map(one, items))
+        stale = [i for i, ((p, _), why) in enumerate(zip(items, causes, strict=True))
+                 if p == access.XCACHE and why and upload.STALE_CACHE in why]  # fmt: skip
+        if (
+            stale
+            and self.config.tuning.xcache_purge
+            and not any(why for i, why in enumerate(causes) if i not in stale)
+        ):  # the origin serves the files as they are here; the cache an older copy: empty it
+            log.info("site %s: its XCache held an older copy than its origin (%s); emptying it "
+                     "with tuning.xcache_purge, then checking again", self.config.name,
+                     causes[stale[0]].split(" -- ")[0])  # fmt: skip
+            purge_xcache(self.config)
+            for i in stale:
+                causes[i] = one(items[i])
         if self.verified is not None:
             self.verified.save()
         self.notes += [f"{p} {t}: {line}" for (p, t), lines in notes.items() for line in lines]
@@ -164,20 +178,12 @@ class RealLive(LiveSite):
             raise InstoreError(f"unknown cache state {cache_state!r}", "use cold or warm")
 
     def _purge_xcache(self) -> None:
-        command = list(self.config.tuning.xcache_purge)
-        if not command:
+        if not self.config.tuning.xcache_purge:
             raise InstoreError(
                 f"site {self.config.name}: its file names no tuning.xcache_purge to empty its XCache",
                 "add tuning: {xcache_purge: [COMMAND, ARGS...]}, or leave cold out of cache_state",
             )
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-        if done.returncode != 0:
-            last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise InstoreError(
-                f"site {self.config.name}: tuning.xcache_purge {' '.join(command)} exited "
-                f"{done.returncode}: {last[0]}",
-                "run it by hand until it empties the XCache, then rerun the sweep",
-            )
+        purge_xcache(self.config)
 
     def calibration_file(self) -> tuple[str, int]:
         """The site file's calibration.file; its size is known where a POSIX endpoint shows it.
@@ -244,3 +250,17 @@ def open_real(
     if failures:
         raise PreflightError(site, failures)
     return live
+
+
+def purge_xcache(config: SiteConfig) -> None:
+    """Run the site file's tuning.xcache_purge (a cold point's, or after its origin's copies
+    changed under the cache); one line naming the command where it fails."""
+    command = list(config.tuning.xcache_purge)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    if done.returncode != 0:
+        last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise InstoreError(
+            f"site {config.name}: tuning.xcache_purge {' '.join(command)} exited "
+            f"{done.returncode}: {last[0]}",
+            "run it by hand until it empties the XCache, then rerun the sweep",
+        )

@@ -77,6 +77,13 @@ REUPLOAD = ("rerun `instore site upload`, which replaces the copies this study's
             "placed (other files of the same names); remove any other copy by hand")  # fmt: skip
 
 
+# ... behind an XCache, whose copies are its origin's as they were when it fetched them ...
+STALE_CACHE = ("the XCache holds an older copy than its origin (an upload replaced the file "
+               "there): empty the cache (the site file's tuning.xcache_purge runs before the "
+               "check where it names one; else as its admin does), then check with "
+               "`instore site preflight`")  # fmt: skip
+
+
 # ... and where the upload itself meets one that no upload of this study placed
 class NotOurs(InstoreError):
     """A copy differs from the local file and no upload in these results placed it."""

@@ -195,7 +195,7 @@ def _check_copy(
     try:
         copy = upload.found(url, local.stat().st_size, None if trusted else local_adler32(local))
     except upload.CopyDiffers as err:
-        return str(err), 0
+        return (str(err) if checksum else f"{err.differs} -- {upload.STALE_CACHE}"), 0
     if copy is None:
         return missing, 0
     if verified is not None and not trusted:  # a size-only check does not renew the verification
