@@ -14,7 +14,7 @@ id $U >/dev/null 2>&1 || useradd -m $U
 UID_SA=$(id -u $U)
 H=/home/$U
 git -C /work/main bundle create /tmp/trial-main.bundle main 2>/dev/null; chmod 644 /tmp/trial-main.bundle
-(cd /work/main && PYTHONPATH=/work/main .venv/bin/python docs/data/trials/grid-site-podman/serve.py $T/site > $T/serve.log 2>&1 & echo $! > $T/serve.pid)
+(cd /work/main && PYTHONPATH=/work/main exec .venv/bin/python docs/data/trials/grid-site-podman/serve.py $T/site > $T/serve.log 2>&1) & echo $! > $T/serve.pid  # the server itself: its SIGTERM stops the site
 for i in $(seq 90); do [ -f $T/site/site.env ] && break; sleep 1; done
 . $T/site/site.env
 rm -rf /tmp/trial-certs && cp -r "$CERTDIR" /tmp/trial-certs && chmod -R a+rX /tmp/trial-certs
