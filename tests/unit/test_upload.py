@@ -139,6 +139,9 @@ def test_replace_puts_the_studys_files_over_copies_a_removed_checkout_placed(
     done = upload.upload(site, [local], ledger=ledger, replace=True)
     assert [f["action"] for f in done["files"]] == ["replaced"]  # type: ignore[index]
     line = upload_summary(site.name, done, True, tmp_path / "upload.json")
+    assert line.startswith(
+        f"site {site.name}, 1 file(s) behind 1 endpoint(s), counted per copy: 0 copied"
+    )
     assert "1 replaced (copies of the same name that differed, as --replace asked)" in line
     assert "earlier upload" not in line  # no ledger said they were ours
     assert (store / local.name).read_bytes() == local.read_bytes()

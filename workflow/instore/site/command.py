@@ -184,13 +184,19 @@ def after_replacing(cfg: SiteConfig, record: dict[str, object]) -> str | None:
 
 
 def upload_summary(site: str, record: dict[str, object], replace: bool, marker: Path) -> str:
-    """The upload's last line: what was copied, replaced (and why it could be) and found equal."""
-    actions = Counter(f["action"] for f in record["files"])  # type: ignore[attr-defined]
+    """The upload's last line: what was copied, replaced (and why it could be) and found equal,
+    counted per copy: a file behind two endpoints is two copies (the second is found equal
+    where both serve one store)."""
+    files = record["files"]
+    actions = Counter(f["action"] for f in files)  # type: ignore[attr-defined]
+    names = len({f["name"] for f in files})  # type: ignore[attr-defined]
+    endpoints = len(record.get("endpoints") or {}) or 1  # type: ignore[attr-defined]
     why = ("copies of the same name that differed, as --replace asked" if replace
            else "an earlier upload's files of the same name")  # fmt: skip
     replaced = f", {actions['replaced']} replaced ({why})" if actions["replaced"] else ""
-    return (f"site {site}: {actions['copied']} copied{replaced}, {actions['present']} already "
-            f"there and equal (size, adler32); {marker}")  # fmt: skip
+    return (f"site {site}, {names} file(s) behind {endpoints} endpoint(s), counted per copy: "
+            f"{actions['copied']} copied{replaced}, {actions['present']} already there and "
+            f"equal (size, adler32); {marker}")  # fmt: skip
 
 
 def _fault(args: argparse.Namespace) -> int:

@@ -57,7 +57,7 @@ class Placed:
     protocol: str
     size: int
     adler32: str
-    action: str  # "copied" or "present"
+    action: str  # "copied", "replaced" or "present"
     checksum_from: str = "reported"
 
 
