@@ -68,3 +68,14 @@ def test_ratio_from_a_single_measurement_has_no_interval() -> None:
     assert not ratio.differs and change(ratio) == "unchanged"
     assert "single measurement" in ratio.text()
     assert ratio.inverse().value == pytest.approx(1.05 / 2.6)
+
+
+def test_a_bound_that_is_not_1_never_reads_as_1() -> None:
+    """The run of 323eb56, lan-ssd's readahead advice: "the worst setting takes 1.02x [1-1.07]
+    as long", its lower bound 1.0006: a difference, written as if the interval held none."""
+    from instore.summary.interval import Ratio
+
+    assert Ratio(1.0196, 1.000638, 1.0722, 9, 9).text() == "1.02x [1.001-1.07]"
+    assert Ratio(0.99, 0.9996, 0.9999, 3, 3).text() == "0.99x [0.9996-0.9999]"
+    assert Ratio(1.05, 1.0, 1.1, 3, 3).text() == "1.05x [1-1.1]"  # 1 itself stays 1
+    assert Ratio(2.6, 2.1, 3.04, 3, 3).text() == "2.6x [2.1-3.04]"

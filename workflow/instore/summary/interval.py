@@ -151,11 +151,22 @@ class Ratio:
         """``2.6x [2.1-3.0]``, or a note that it rests on a single measurement."""
         if not self.has_interval:
             return f"{self.value:.3g}x (single measurements, no interval)"
-        return f"{self.value:.3g}x [{self.lo:.3g}-{self.hi:.3g}]"
+        return f"{self.value:.3g}x [{_bound(self.lo)}-{_bound(self.hi)}]"
 
     def inverse(self) -> Ratio:
         """``b / a``."""
         return Ratio(1 / self.value, 1 / self.hi, 1 / self.lo, self.n_b, self.n_a)
+
+
+def _bound(x: float) -> str:
+    """A ratio's interval bound to 3 significant digits, or as many more as keep a bound that
+    is not 1 from reading as 1: ``[1-1.07]`` for a lower bound of 1.0006 read as an interval
+    that includes no difference, beside advice that named one (the run of 323eb56)."""
+    for digits in range(3, 8):
+        text = f"{x:.{digits}g}"
+        if text != "1" or x == 1:
+            return text
+    return text
 
 
 def ratio_interval(a: Groups, b: Groups, level: float = LEVEL) -> Ratio:
