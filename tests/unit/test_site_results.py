@@ -171,8 +171,9 @@ def test_an_xcache_holding_an_older_copy_is_emptied_and_checked_again(
     """The trial of 2026-11-28, the quick profile and then the full one: the full profile's
     upload replaced ordered-r0.root at the origin (15.4 MB where the quick one's was 7.8 MB),
     and the XCache still served the quick one's copy; the check stopped the sweep telling the
-    user to upload again, which changes nothing behind a cache. With a purge command the check
-    empties the cache and looks again; without one it says the cache is stale."""
+    user to upload again, which changes nothing behind a cache. With a purge command a sweep's check
+    empties the cache and looks again (a preflight only says so); without one it says the cache
+    is stale."""
     local = tmp_path / "ordered-r0.root"
     local.write_bytes(b"root" + bytes(100))
     purged = tmp_path / "purged"
@@ -188,8 +189,11 @@ def test_an_xcache_holding_an_older_copy_is_emptied_and_checked_again(
     (line,) = bare.check_files([local])
     assert line.startswith("xcache root://cache:1094//d/{file}: size of ")
     assert upload.STALE_CACHE in line and "instore site upload" not in line
-    site = real_module.RealLive(load_site(_cached_site(tmp_path, purge=True)), [], tmp_path)
-    assert site.check_files([local]) == [] and purged.exists()
+    configured = load_site(_cached_site(tmp_path, purge=True))
+    preflight = real_module.RealLive(configured, [], tmp_path)  # a preflight changes nothing
+    assert upload.STALE_CACHE in preflight.check_files([local])[0] and not purged.exists()
+    sweep = real_module.RealLive(configured, [], tmp_path, empties_stale_cache=True)
+    assert sweep.check_files([local]) == [] and purged.exists()
 
 
 def test_an_upload_that_replaced_copies_empties_the_sites_xcache(tmp_path: Path) -> None:

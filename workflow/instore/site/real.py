@@ -60,10 +60,14 @@ class RealLive(LiveSite):
         files: list[str],
         results: Path = DEFAULT_RESULTS,
         verified: VerifiedCopies | None = None,
+        empties_stale_cache: bool = False,
     ) -> None:
         super().__init__(config, results)
         self.files = files
         self.verified = verified  # None: every check is a full one
+        # a sweep's check (not a preflight, which changes nothing) runs tuning.xcache_purge
+        # where the XCache serves an older copy than its origin
+        self.empties_stale_cache = empties_stale_cache
         self.notes: list[str] = []  # what the checks did besides passing (one line each)
         self._readahead_before: str | None = None  # tuning.block_readahead's own value
 
@@ -116,6 +120,7 @@ class RealLive(LiveSite):
                  if p == access.XCACHE and why and upload.STALE_CACHE in why]  # fmt: skip
         if (
             stale
+            and self.empties_stale_cache
             and self.config.tuning.xcache_purge
             and not any(why for i, why in enumerate(causes) if i not in stale)
         ):  # the origin serves the files as they are here; the cache an older copy: empty it
@@ -245,7 +250,8 @@ def open_real(
     endpoint when the dataset was described, ``instore.site.dataset``)."""
     credentials.require(site.auth, site.name)
     verified = VerifiedCopies(Path(results) / site.name / "verified.json")
-    live = RealLive(site, [f.name for f in files] + list(remote), results, verified)
+    live = RealLive(site, [f.name for f in files] + list(remote), results, verified,
+                    empties_stale_cache=True)  # fmt: skip
     failures = live.check(files)
     if failures:
         raise PreflightError(site, failures)

@@ -79,8 +79,8 @@ REUPLOAD = ("rerun `instore site upload`, which replaces the copies this study's
 
 # ... behind an XCache, whose copies are its origin's as they were when it fetched them ...
 STALE_CACHE = ("the XCache holds an older copy than its origin (an upload replaced the file "
-               "there): empty the cache (the site file's tuning.xcache_purge runs before the "
-               "check where it names one; else as its admin does), then check with "
+               "there): empty the cache (a sweep runs the site file's tuning.xcache_purge first "
+               "where it names one; else as its admin does), then check with "
                "`instore site preflight`")  # fmt: skip
 
 
