@@ -181,3 +181,27 @@ def test_the_upload_counts_the_generated_files_own_sizes_where_they_exist(tmp_pa
     (data / "unordered-r1.root").unlink()
     assert ("upload: 4 files, about 0.02 GB (the target sizes of the 1 not generated yet"
             in dry_run(study, site, tmp_path / "results", data=data).text())  # fmt: skip
+
+
+def test_a_site_the_reference_did_not_measure_is_told_the_span_of_its_sites_times(
+    tmp_path: Path,
+) -> None:
+    """A loopback real site ran its full profile in 4.7 min where the dry run had said about
+    14 (2026-11-28): the reference sites' times differ that much, so the estimate says what
+    the sweep takes at the fastest and the slowest of them, with the mean it names first."""
+    study, site = load_study(_study(tmp_path)), load_site(_site(tmp_path))
+    plan = dry_run(study, site, tmp_path / "results")
+    ref = reference()
+    (fast, fastest), (slow, slowest) = plan.span()
+    assert fastest != slowest and fast < plan.seconds < slow
+    due = {name: 0.0 for name in ref.sites}
+    for section in ("layout", "load", "readahead"):
+        for name in ref.sites:
+            due[name] += plan.sections[section].at_reference[name]
+    assert (fast, slow) == (min(due.values()), max(due.values()))
+    line = next(x for x in plan.lines() if "estimated time" in x)
+    assert "a site it did not measure: " in line and f" at {fastest}'s, " in line
+    assert line.endswith(f" at {slowest}'s; the load ramp may stop sooner)")
+    # a site the reference measured is estimated from its own times: no span
+    own = load_site(REPO / "config" / "sites" / "lan-hdd.yaml")
+    assert dry_run(study, own, tmp_path / "results").span() == []

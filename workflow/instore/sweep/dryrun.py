@@ -65,6 +65,11 @@ class Reference:
     walls: dict[tuple[str | None, str], float]
     repetitions: dict[tuple[str | None, str], float]
 
+    @property
+    def sites(self) -> list[str]:
+        """The sites the reference run measured."""
+        return sorted({site for site, _ in self.walls if site is not None})
+
     def of(self, site: str, section: str) -> tuple[float, float]:
         """A point's job wall time and repetitions: its site's where the reference measured
         the site, else its section's, else the median of every section's."""
@@ -98,6 +103,8 @@ class SectionPlan:
     most: int = 0  # at each rule's cap (adaptive repetitions)
     already: int = 0  # repetitions measured before
     seconds: float = 0.0  # the estimate, at the rules' minimum
+    # a site the reference did not measure: the same estimate at each reference site's times
+    at_reference: dict[str, float] = field(default_factory=dict)
     clients: int = 0  # the most jobs of one point
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> points
     substituted: dict[str, int] = field(default_factory=dict)  # what it says -> points
@@ -133,6 +140,17 @@ class DryRun:
     @property
     def seconds(self) -> float:
         return sum(s.seconds for s in self.sections.values())
+
+    def span(self) -> list[tuple[float, str]]:
+        """For a site the reference run did not measure: the sweep's estimate at the fastest
+        and the slowest reference site's job times ((seconds, site), fastest first), since a
+        real site's may be either (a loopback site ran 4x faster than the mean, 2026-11-28)."""
+        at: dict[str, float] = {}
+        for plan in self.sections.values():
+            for name, seconds in plan.at_reference.items():
+                at[name] = at.get(name, 0.0) + seconds
+        ranked = sorted((seconds, name) for name, seconds in at.items())
+        return [ranked[0], ranked[-1]] if len(ranked) > 1 else []
 
     def writes(self) -> list[str]:
         """The files the study writes on the site."""
@@ -179,9 +197,17 @@ class DryRun:
             f"  most clients at once: {self.clients}; the site's load limits: {guard.text()}"
         )
         out.append(f"  estimated time of the sweep: about {_duration(self.seconds)} (from the "
-                   "reference run's job times and repetitions by site and section; the load "
-                   "ramp may stop sooner)")  # fmt: skip
+                   "reference run's job times and repetitions by site and section"
+                   f"{self._span_text()}; the load ramp may stop sooner)")  # fmt: skip
         return out
+
+    def _span_text(self) -> str:
+        span = self.span()
+        if not span:
+            return ""
+        (fast, fastest), (slow, slowest) = span
+        return (f"; a site it did not measure: {_duration(fast)} at {fastest}'s, "
+                f"{_duration(slow)} at {slowest}'s")  # fmt: skip
 
     def text(self) -> str:
         return "\n".join(self.lines())
@@ -244,7 +270,11 @@ def dry_run(
             plan.points += 1
             plan.measurements += todo
             plan.most += max(rule.max - already, 0)
-            plan.seconds += _seconds(point, site.name, ref, (todo, max(rule.max - already, 0)))
+            due = (todo, max(rule.max - already, 0))
+            plan.seconds += _seconds(point, site.name, ref, due)
+            for name in [] if site.name in ref.sites else ref.sites:
+                at = plan.at_reference
+                at[name] = at.get(name, 0.0) + _seconds(point, name, ref, due)
             plan.clients = max(plan.clients, point.jobs)
     upload = (study_files(study, data)
               if site.upload and not site.emulated and not site.dataset else [])  # fmt: skip
