@@ -300,3 +300,24 @@ def test_provenance_says_where_the_workers_own_names_were_looked_up() -> None:
     assert "resolver" in _own_names(pd.DataFrame({"status": ["ok"]}))  # records from before
     mixed = _own_names(pd.DataFrame({"own_names_in_hosts": [True, False, True]}))
     assert "2 of 3" in mixed
+
+
+def test_notebook_kernels_listen_on_their_own_unix_sockets_not_tcp_ports(tmp_path: Path) -> None:
+    """Regression: the CI of 7343e93 lost the browser test's reports to "Kernel died before
+    replying to kernel_info": a TCP port jupyter_client had found free was taken before the
+    kernel bound it. Two notebooks run side by side, as the pipeline runs them, each on its
+    own sockets, which are gone afterwards."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    code = "import ipykernel, json\nprint(json.dumps(json.loads(ipykernel.get_connection_info())))"
+    notebook = _notebook(tmp_path / "where.ipynb", code)
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(execute, notebook, tmp_path / f"out{i}.ipynb", {}) for i in (0, 1)]
+        executed = [run.result() for run in runs]
+    infos = [json.loads(nbformat.read(e, as_version=4).cells[0].outputs[0]["text"])
+             for e in executed]  # fmt: skip
+    assert [info["transport"] for info in infos] == ["ipc", "ipc"]
+    assert infos[0]["ip"] != infos[1]["ip"]
+    for info in infos:
+        assert Path(info["ip"]).name.startswith("instore-")
+        assert not list(Path(info["ip"]).parent.glob(Path(info["ip"]).name + "-*"))

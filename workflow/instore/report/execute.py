@@ -7,6 +7,12 @@ again once, in a new kernel: ipykernel 7 can leave a request unread with the ker
 client waiting for ever (ipython/ipykernel#1554). This project's CI met it once, on 2026-11-28
 (the explorer notebook, kernel and client both idle in epoll for 9 minutes); a study that
 executes some 50 notebooks would have hung with it.
+
+Kernels talk to papermill over Unix sockets named for each kernel, not TCP: jupyter_client
+finds a free port by binding and closing it, and the kernel binds it a moment later, so any
+process's outgoing connection can take it in between. The CI of 7343e93 lost a whole report
+that way (2026-11-29: "Kernel died before replying to kernel_info" as notebooks ran side by
+side beside the tests' downloads), and the pipeline runs report notebooks side by side too.
 """
 
 from __future__ import annotations
@@ -15,9 +21,12 @@ import logging
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from instore.errors import InstoreError
+
+if TYPE_CHECKING:
+    from jupyter_client import AsyncKernelManager
 
 KERNEL = "python3"
 # A report's cells take seconds (the slowest, a site's What-if grid, about ten on this VM).
@@ -26,6 +35,26 @@ ATTEMPTS = 2
 log = logging.getLogger(__name__)
 # Keeps a rendered page free of anything fetched at view time (it must open offline).
 _REMOTE = re.compile(r'<script[^>]+src="https?://[^"]*"[^>]*>\s*</script>', re.IGNORECASE)
+
+
+def unix_socket_kernels() -> type[AsyncKernelManager]:
+    """nbclient's kernel manager, with the kernel's five channels on Unix sockets under the
+    user's Jupyter runtime directory (private to them), named for the kernel alone."""
+    import uuid
+
+    from jupyter_client import AsyncKernelManager
+    from jupyter_core.paths import jupyter_runtime_dir
+    from traitlets import CaselessStrEnum
+
+    class UnixSocketKernelManager(AsyncKernelManager):
+        transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+        def _ip_default(self) -> str:
+            runtime = Path(jupyter_runtime_dir())
+            runtime.mkdir(parents=True, exist_ok=True, mode=0o700)
+            return str(runtime / f"instore-{uuid.uuid4().hex[:12]}")  # then -1 .. -5
+
+    return UnixSocketKernelManager
 
 
 def execute(
@@ -50,6 +79,7 @@ def execute(
             pm.execute_notebook(
                 str(notebook), str(out), parameters=dict(parameters), kernel_name=KERNEL,
                 progress_bar=False, log_output=False, execution_timeout=cell_timeout_s,
+                kernel_manager_class=unix_socket_kernels(),
             )  # fmt: skip
             return out
         except PapermillExecutionError as err:
