@@ -5,6 +5,7 @@ with."""
 
 from __future__ import annotations
 
+import heapq
 import math
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
@@ -57,6 +58,38 @@ def disk_rule(profile: Profile) -> DiskRule:
     return DiskRule(seq=(profile.disk_seq_mb_per_s.value or 1.0) * 1e6,
                     seek_s=(profile.disk_random_ms.value or 0.0) / 1e3,
                     burst_ios=float(profile.disk_burst_ios.value or 0.0))  # fmt: skip
+
+
+class Disk:
+    """The model's disk: a FIFO queue to its ``servers`` (the first free one takes a request),
+    a request's service time (``seek_s``) for each block-device read and its bytes at the
+    sequential rate; an idle IOPS throttle lets a slice's requests (``burst_ios``) through at
+    once, refilled at its rate while the disk idles."""
+
+    __slots__ = ("burst", "free", "seek", "seq", "tokens")
+
+    def __init__(self, servers: int, seek_s: float, seq: float, burst_ios: float) -> None:
+        self.free = [0.0] * servers  # when each server is next free (a heap)
+        self.seek, self.seq, self.burst = seek_s, seq, burst_ios
+        self.tokens = [burst_ios, 0.0]  # the burst left, and when it was last counted
+
+    def serve(self, arrive: float, ios: int, nbytes: float) -> tuple[float, float, float]:
+        """A request of ``ios`` reads and ``nbytes`` reaching the disk at ``arrive``: when it
+        starts, its service time (the reads the burst does not pass) and when it ends."""
+        free, tokens, seek = self.free, self.tokens, self.seek
+        start = arrive if arrive > free[0] or not ios else free[0]
+        paid = ios
+        if self.burst and ios:
+            left = min(self.burst, tokens[0] + (start - tokens[1]) / seek) if seek else self.burst
+            passed = min(ios, int(left))
+            paid = ios - passed
+            tokens[0] = left - passed
+        service = paid * seek
+        end = start + service + nbytes / self.seq
+        if ios:
+            heapq.heapreplace(free, end)
+            tokens[1] = end
+        return start, service, end
 
 
 def page_in(cached: tuple[list[int], list[int]], runs: tuple[tuple[int, int], ...],

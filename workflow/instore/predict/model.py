@@ -18,20 +18,20 @@ What it does, request by request (``Compiled`` prepares a trace once, ``predict`
   Open costs a round trip (two for a client's first: the connection), Close one, a Stat sent
   to the server one (one answered from the client's cache none).
 - **Streams side by side**: requests of different streams are in flight at once, as recorded.
-- **A link shared by its flows**: the link is one server of the profile's bandwidth: a
-  transfer occupies it for bytes / bandwidth, in the order the data is ready, and one flow is
-  no faster than its TCP window / RTT where the window binds; each client's connection ramps
-  its window up from the initial one by round trips, and again after an idle spell
-  (``instore.predict.tcp``), a stage-in copy on a connection of its own.
-- **A disk queueing every client's requests, behind a page cache**: a chunk the page cache
-  holds (read ahead by an earlier request of that file) costs no disk time; any other is one
-  disk request that reads the chunk and the readahead after it (the kernel's): a FIFO queue
-  to the disk's servers (one, or as many as an SSD serves side by side: ``disk_parallel``,
-  rounded to the nearest whole number), the random read's service time (1 / IOPS: an
-  IOPS-limited disk counts every request; a spinning disk's sequential ones would cost less,
-  which the model does not know) plus its bytes / sequential rate.
+- **A link shared by its flows** as TCP shares it (``instore.predict.link``): the flows on it
+  at once share its bandwidth equally, so flows that start together end together; one flow is
+  no faster than its TCP window / RTT where the window binds, and each client's connection
+  ramps its window up by round trips, again after an idle spell (``instore.predict.tcp``), a
+  stage-in copy on a connection of its own.
+- **A disk queueing every client's requests, behind a page cache** (``instore.predict.disk``):
+  a chunk the page cache holds costs no disk time; any other is one disk request that reads
+  the chunk and, continuing the file, the readahead after it: a FIFO queue to the disk's
+  servers (``disk_parallel``, rounded), the random read's service time (1 / IOPS: every
+  request counts, as on an IOPS-limited disk) plus its bytes / sequential rate.
 - **Clients** (the load section; jobs on many nodes) all read the same site at once, each its
-  own copy of the files; their requests meet in the disk's and the link's queues.
+  own copy of the files; their requests meet in the disk's queue and on the link. Given a fixed
+  time (``until_s``) each client replays pass after pass until it is up, as the replayer does,
+  each pass on a copy of its own (cold), its connection kept.
 - **XCache**: warm, every read is served by the cache (its local round trip and rate); cold,
   a read first fetches the cache blocks it touches that the cache does not hold yet from the
   origin (one origin round trip, the blocks' bytes over the link and from the origin's disk).
@@ -43,12 +43,11 @@ when the trace has none), plus the client's CPU per request and per MB where the
 client differs from the recording's, and never more than the job's threads (its streams) times
 the predicted wall: the CPU efficiency per core is at most 1.
 
-Where the time goes (``breakdown``) is per client (the mean over clients), in seconds summing to
-its wall: think, round trips (what TCP's window adds to a response's bytes among them: the
-RTT's doing, not the rate's), server, disk, disk queue, transfer (the bytes at the flow's rate
-and the link's queue), along the critical path: the chain of requests, each started by the response
-it waited for last, that ends with the job's last response (requests in flight beside that
-chain do not add to the wall, and are not counted).
+Where the time goes (``breakdown``, ``scenario.critical_path``) is per client (the mean over
+clients, first passes), in seconds summing to its wall: think, round trips (what TCP's window
+adds to a response's bytes among them), server, disk, disk queue, transfer (the bytes at the
+flow's rate and their share of the link), along the critical path: the chain of requests, each
+started by the response it waited for last, that ends with the job's last response.
 """
 
 from __future__ import annotations
@@ -69,10 +68,11 @@ from instore.predict.compiled import (
     blocks_piece,
     read_plan,
 )
-from instore.predict.disk import page_in
+from instore.predict.disk import Disk, page_in
+from instore.predict.link import Flow, SharedLink
 from instore.predict.profile import Profile
 from instore.predict.readahead import MAX_PAGES, PAGE, mount_plan
-from instore.predict.scenario import PARTS, XCACHE_STATES, Prediction, Scenario
+from instore.predict.scenario import Prediction, Scenario, checked, critical_path
 from instore.predict.tcp import INITIAL_WINDOW_BYTES, Connection
 
 MB = 1e6
@@ -83,15 +83,7 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
     """Simulate ``scenario.clients`` copies of the trace's job against the profile's site."""
     sc = scenario or Scenario()
     proto_name, proto = profile.protocol(sc.protocol)
-    if sc.xcache is not None:
-        if sc.xcache not in XCACHE_STATES:
-            raise InstoreError(f"--xcache {sc.xcache}: not a cache state",
-                               f"use one of {', '.join(XCACHE_STATES)}")  # fmt: skip
-        if profile.xcache is None:
-            raise InstoreError(
-                f"site {profile.site}: its profile has no XCache",
-                "drop --xcache, or add an xcache entry to the profile (docs/predict.md)",
-            )
+    speed = checked(sc, profile)
     clients = max(1, int(sc.clients))
     rtt = (profile.rtt_ms.value or 0.0) / 1000.0
     bw = (profile.bandwidth_mbit.value or 0.0) * 1e6 / 8.0
@@ -120,7 +112,6 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
         block = int((cache.block_kb.value or 1024) * 1024)
         origin_server = (profile.protocols.get(XROOTD, proto).request_ms.value or 0.0) / 1000.0
     cores = max(1, profile.cores)
-    speed = _cpu_speed(sc.cpu_speed)
     stretch = 1.0 / speed
     if sc.jobs_per_node:
         stretch *= max(1.0, sc.jobs_per_node * compiled.threads / cores)
@@ -142,9 +133,12 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
         reads = read_plan(compiled, proto.vector, max_read)
     blocks = block_plan(compiled, block) if sc.xcache == "cold" else ()
     lead = compiled.lead_s * stretch
-    link_free = [0.0]  # when the link (a FIFO server) is next free
-    disk = [0.0] * servers  # when each of the disk's servers is next free (a heap)
-    tokens = [burst, 0.0]  # the disk's idle burst left, and when it was last counted
+    tail = compiled.tail_s * stretch
+    link = SharedLink(bw)  # the flows share it (processor sharing: link.py)
+    # the link is a lone flow's until then: one finished alone, no event in between
+    quiet = [0.0]
+    now = [0.0]  # the time of the event in hand
+    disk = Disk(servers, seek, seq, burst)  # a FIFO queue to its servers (disk.py)
     # file -> the byte ranges the page cache holds (starts, ends; sorted, disjoint)
     paged: list[dict[int, tuple[list[int], list[int]]]] = [{} for _ in range(clients)]
     held: list[set[int]] = [set() for _ in range(clients)]  # cached blocks (file-keyed)
@@ -157,13 +151,23 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
     own_of: list[list[list[float] | None]] = [[None] * n for _ in range(clients)]
     setter = [[-1] * n for _ in range(clients)]
     last = [(lead, -1)] * clients  # each client's latest response and its request
-    done_at = [[0.0] * n for _ in range(clients)]  # each request's response
+    # passes (a fixed time: pass after pass until it is up): each client's walls, when its
+    # pass in hand began, its requests left, its whole passes and the read bytes answered
+    # within the time in the pass in hand, and its first pass's (last response, own, setter)
+    until = sc.until_s or 0.0
+    walls: list[list[float]] = [[] for _ in range(clients)]
+    began, left, whole, got = [0.0] * clients, [n] * clients, [0] * clients, [0] * clients
+    first: list[tuple[tuple[float, int], list[list[float] | None], list[int]] | None]
+    first = [None] * clients
+    roots = [i for i in range(n) if compiled.deps[i] == 0]
+    # events: (time, client, request) a request sent; (time, -2, key) a flow reaching the
+    # link; (time, -1, version) the link's next departure (stale once the link changed)
     heap: list[tuple[float, int, int]] = []
     for c in range(clients):
-        for i in range(n):
-            if compiled.deps[i] == 0:
-                heap.append((lead + before[i] * stretch, c, i))
+        heap.extend((lead + before[i] * stretch, c, i) for i in roots)
     heapq.heapify(heap)
+    arriving: dict[int, Flow] = {}  # flows on their way to the link, by key
+    sent = [0]
     per_flow = 1.0 / flow
     per_bw = 1.0 / bw
     # each client's connection to the server (its window grows and, idle, shrinks: tcp.py)
@@ -176,112 +180,82 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
     connections = [connection(rtt) for _ in range(clients)]
 
     def remote(c: int, key: int, pc: Piece, t: float, hop: float, cost: float,
-               own: list[float]) -> float:  # fmt: skip
+               own: list[float]) -> float | Flow:  # fmt: skip
         """One request across the link: a round trip, the server, the disk (a FIFO queue to
         its servers, the first free one taking it: one request, its service time and its
-        bytes, for each run the page cache does not hold),
-        the transfer (the link a FIFO queue too, a flow no faster than its window)."""
+        bytes, for each run the page cache does not hold), the transfer (the link shared by
+        the flows on it, a flow no faster than its window). Its response's time, or the
+        ``Flow`` it waits on where other flows may share the link with it."""
         runs, size = pc
-        ramp = 0.0
         ios, disk_bytes = page_in(paged[c].setdefault(key, ([], [])), runs, readahead)
         arrive = t + hop / 2 + cost
-        d_start = arrive if arrive > disk[0] or not ios else disk[0]
-        paid = ios
-        if burst and ios:  # an idle throttle lets a slice's requests through at once
-            left = min(burst, tokens[0] + (d_start - tokens[1]) / seek) if seek else burst
-            free_ios = min(ios, int(left))
-            paid = ios - free_ios
-            tokens[0] = left - free_ios
-        d_seek = paid * seek
-        d_end = d_start + d_seek + disk_bytes / seq
-        if ios:
-            heapq.heapreplace(disk, d_end)
-            tokens[1] = d_end
+        d_start, d_seek, d_end = disk.serve(arrive, ios, disk_bytes)
         if not size_on_link:
-            done = d_end
-            on_disk = d_end - d_start
-        else:
-            l_start = d_start + d_seek
-            if link_free[0] > l_start:
-                l_start = link_free[0]
-            link_free[0] = l_start + size * per_bw
-            # a copy (stage-in: key < 0) opens a connection of its own
-            conn = connection(hop) if key < 0 else connections[c]
-            if not hop:
-                flowing = size * per_flow
-            elif conn.window >= conn.path and (
-                not restart or l_start - conn.sent_until <= conn.rto  # type: ignore[operator]
-            ):  # its window fills the path and it has not idled: flow_time's steady case, inline
-                flowing = size * per_flow
-                conn.sent_until = l_start + flowing
-            else:
-                flowing = conn.flow_time(size, l_start)
-                # what the window adds to the bytes' own time: round trips, not the rate's
-                ramp = flowing - size * per_flow
-            other = max(d_end, link_free[0])
-            done = max(l_start + flowing, other) + hop / 2
-            ramp = min(ramp, max(0.0, l_start + flowing - other))  # as far as it makes it late
-            # the disk's streaming overlaps the transfer: only what the link does not hide
-            on_disk = d_seek + max(0.0, d_end - d_start - d_seek - size * per_flow)
-        own[1] += hop + ramp
-        own[2] += cost
-        own[3] += on_disk
-        own[4] += d_start - arrive
-        own[5] += done - t - hop - cost - (d_start - arrive) - on_disk - ramp
-        return done
-
-    size_on_link = not local
-    while heap:
-        t, c, i = heapq.heappop(heap)
-        op = ops[i]
-        f = files[i]
-        own = [0.0] * 6
-        end = t
-        if op == READ:
-            if sc.xcache is not None:
-                if blocks:
-                    mine = held[c]
-                    missing = [b for b in blocks[i] if (f << 32) + b not in mine]
-                    if missing:
-                        mine.update((f << 32) + b for b in missing)
-                        end = remote(
-                            c, f, blocks_piece(missing, block), end, rtt, origin_server, own
-                        )
-                size = nbytes[i]
-                end += c_rtt + size / c_rate
-                own[1] += c_rtt
-                own[5] += size / c_rate
-            elif not staged:  # staged: read from the worker's page cache after the copy
-                hop = 0.0 if local else rtt
-                start = end
-                for pc in reads[i]:
-                    end = remote(c, f, pc, end, hop, server, own)
-                for pc in ahead[i] if ahead else ():  # read ahead: queued, not waited for
-                    remote(c, f, pc, start, hop, server, [0.0] * 6)
-            extra = cpu_req + cpu_mb * nbytes[i] / MB
-            if extra:
-                own[0] += extra
-                end += extra
-        elif op == OPEN and staged and f not in copied[c]:
-            copied[c].add(f)
-            own[1] += rtt  # the copy's own open
-            size = compiled.file_sizes[f]
-            end = remote(c, -1 - f, (((0, size),), size), t + rtt, rtt, server, own)
-        elif op == OPEN and not local and not staged:
-            trips = 1 if connected[c] else 2  # a client's first open connects first
-            connected[c] = True
-            hop = c_rtt if sc.xcache is not None else rtt
-            end = t + trips * hop + server
-            own[1] += trips * hop
-            own[2] += server
-        elif op in (CLOSE, STAT) and not local and not staged:
-            hop = c_rtt if sc.xcache is not None else rtt
-            end = t + hop
             own[1] += hop
+            own[2] += cost
+            own[3] += d_end - d_start
+            own[4] += d_start - arrive
+            own[5] += d_end - t - hop - cost - (d_end - arrive)
+            return d_end
+        l_start = max(d_start + d_seek, quiet[0], now[0], link.t)
+        # a copy (stage-in: key < 0) opens a connection of its own
+        conn = connection(hop) if key < 0 else connections[c]
+        flowing, ramp = conn.send(size, l_start) if hop else (size * per_flow, 0.0)
+        fl = Flow(l_start, size, flowing, d_end, t, hop, cost, d_start - arrive, d_seek,
+                  d_end - d_start - d_seek, ramp, own)  # fmt: skip
+        alone = l_start + size * per_bw
+        if not link.flows and (not heap or heap[0][0] >= alone):  # no flow can meet it
+            quiet[0] = alone
+            return fl.finish(alone, per_flow)
+        return fl
+
+    def after(c: int, i: int, start: float, end: float, own: list[float]) -> float:
+        """A read's response after its requests: the cache's own read, what the kernel reads
+        ahead sent on (queued, not waited for), the client's CPU."""
+        if sc.xcache is not None:
+            end += c_rtt + nbytes[i] / c_rate
+            own[1] += c_rtt
+            own[5] += nbytes[i] / c_rate
+        elif ahead:
+            for pc in ahead[i]:
+                fl = remote(c, files[i], pc, start, hop_read, server, [0.0] * 6)
+                if fl.__class__ is Flow:
+                    send(fl)  # type: ignore[arg-type]
+        extra = cpu_req + cpu_mb * nbytes[i] / MB
+        own[0] += extra
+        return end + extra
+
+    def run(c: int, i: int, key: int, steps: tuple[Piece, ...], k: int, t: float, start: float,
+            hop: float, cost: float, own: list[float]) -> None:  # fmt: skip
+        """Request ``i``'s requests across the link in turn from the ``k``-th (a read's, a cold
+        cache's blocks, a stage-in's copy: ``key`` < 0), on to a flow it waits on (the rest
+        when its flow is off the link) or to its response."""
+        end: float | Flow = t
+        while k < len(steps):
+            end = remote(c, key, steps[k], end, hop, cost, own)  # type: ignore[arg-type]
+            k += 1
+            if end.__class__ is Flow:
+                end.c, end.i, end.then = c, i, (key, steps, k, start, hop, cost)  # type: ignore[union-attr]
+                send(end)  # type: ignore[arg-type]
+                return
+        respond(c, i, end if key < 0 else after(c, i, start, end, own), own)  # type: ignore[arg-type]
+
+    def send(fl: Flow) -> None:
+        """``fl`` on its way to the link: there at once if nothing happens before."""
+        if not heap or heap[0][0] >= fl.start:
+            link.arrive(fl.start, fl)
+            departures()
+            return
+        key = sent[0] = sent[0] + 1
+        arriving[key] = fl
+        heapq.heappush(heap, (fl.start, -2, key))
+
+    def respond(c: int, i: int, end: float, own: list[float]) -> None:
         own_of[c][i] = own
-        done_at[c][i] = end
         if end >= last[c][0]:
             last[c] = (end, i)
+        if ops[i] == READ and end <= until:
+            got[c] += nbytes[i]
         r = ready[c]
         rem = remaining[c]
         who = setter[c]
@@ -292,22 +266,89 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
             rem[j] -= 1
             if rem[j] == 0:
                 heapq.heappush(heap, (r[j] + before[j] * stretch, c, j))
+        left[c] -= 1
+        if not left[c]:
+            next_pass(c)
 
-    tail = compiled.tail_s * stretch
-    walls = [e + tail for e, _ in last]
-    wall = sum(walls) / clients
-    mean = dict.fromkeys(PARTS, 0.0)
-    for c, (_, i) in enumerate(last):
-        chain = [lead, 0.0, 0.0, 0.0, 0.0, 0.0]
-        while i >= 0:
-            own = own_of[c][i] or [0.0] * 6
-            for k in range(6):
-                chain[k] += own[k]
-            chain[0] += before[i] * stretch
-            i = setter[c][i]
-        for k, v in zip(PARTS, chain, strict=True):
-            mean[k] += v / clients
-    mean["think"] += tail
+    def next_pass(c: int) -> None:
+        """Client ``c``'s pass is over: kept, and within a fixed time the next one begins
+        (on its own copy, as the replayer runs them: cold, its connection kept)."""
+        end = last[c][0] + tail
+        walls[c].append(end - began[c])
+        if first[c] is None:
+            first[c] = (last[c], own_of[c], setter[c])
+        if end > until:
+            return
+        whole[c] += 1
+        got[c] = 0
+        began[c] = end
+        last[c] = (end + lead, -1)
+        own_of[c], setter[c] = [None] * n, [-1] * n
+        remaining[c], ready[c], left[c] = list(compiled.deps), [0.0] * n, n
+        paged[c], held[c], copied[c] = {}, set(), set()
+        for j in roots:
+            heapq.heappush(heap, (end + lead + before[j] * stretch, c, j))
+
+    def departures() -> None:  # the link's next departure, as an event
+        at = link.next_departure()
+        if at is not None:
+            heapq.heappush(heap, (at, -1, link.version))
+
+    size_on_link = not local
+    hop_read = 0.0 if local else rtt
+    while heap:
+        t, c, i = heapq.heappop(heap)
+        now[0] = t
+        if c == -2:  # a flow reaches the link
+            link.arrive(t, arriving.pop(i))
+            departures()
+            continue
+        if c == -1:  # the link's next departure, unless the link changed since
+            if i == link.version:
+                fl = link.depart(t)
+                departures()
+                done = fl.finish(t, per_flow)
+                if fl.i >= 0:  # the request's next step, or its response
+                    key, steps, k, start, hop, cost = fl.then
+                    run(fl.c, fl.i, key, steps, k, done, start, hop, cost, fl.own)
+            continue
+        op = ops[i]
+        own = [0.0] * 6
+        end = t
+        if op == READ:
+            f = files[i]
+            steps, hop, cost = reads[i], hop_read, server
+            if sc.xcache is not None:  # a cold cache fetches the blocks it lacks first
+                mine = held[c]
+                missing = [b for b in blocks[i] if (f << 32) + b not in mine] if blocks else []
+                mine.update((f << 32) + b for b in missing)
+                steps = (blocks_piece(missing, block),) if missing else ()
+                hop, cost = rtt, origin_server
+            elif staged:  # read from the worker's page cache after the copy
+                steps = ()
+            run(c, i, f, steps, 0, t, t, hop, cost, own)
+            continue
+        if op == OPEN and staged and files[i] not in copied[c]:
+            copied[c].add(files[i])
+            own[1] += rtt  # the copy's own open
+            size = compiled.file_sizes[files[i]]
+            run(c, i, -1 - files[i], ((((0, size),), size),), 0, t + rtt, t, rtt, server, own)
+            continue
+        if op == OPEN and not local and not staged:
+            trips = 1 if connected[c] else 2  # a client's first open connects first
+            connected[c] = True
+            hop = c_rtt if sc.xcache is not None else rtt
+            end = t + trips * hop + server
+            own[1] += trips * hop
+            own[2] += server
+        elif op in (CLOSE, STAT) and not local and not staged:
+            hop = c_rtt if sc.xcache is not None else rtt
+            end = t + hop
+            own[1] += hop
+        respond(c, i, end, own)
+    ends = [w[0] for w in walls]  # each client's first pass
+    wall = sum(ends) / clients
+    mean = critical_path([f for f in first if f], lead, tail, [b * stretch for b in before])
     cpu = compiled.cpu_s if compiled.cpu_s is not None else compiled.think_s
     cpu = (cpu + cpu_req * compiled.reads + cpu_mb * compiled.bytes_read / MB) / speed
     threads = max(1, compiled.threads)
@@ -315,9 +356,11 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
     events_per_s = None
     if compiled.events is not None and wall > 0:
         events_per_s = compiled.events * clients / wall
-    passes = None
-    if sc.until_s:
-        passes = passes_in(sc.until_s, walls, done_at, compiled)
+    passes, timed = None, []
+    if sc.until_s:  # counted as the replayer counts them: whole passes and the bytes' share
+        total = compiled.bytes_read or 1
+        passes = sum(whole[c] + got[c] / total for c in range(clients)) / clients
+        timed = [w for c, ws in enumerate(walls) for w in ws[: whole[c]]]
     return Prediction(
         trace=compiled.name,
         site=profile.site,
@@ -325,42 +368,14 @@ def predict(compiled: Compiled, profile: Profile, scenario: Scenario | None = No
         xcache=sc.xcache,
         clients=clients,
         wall_s=wall,
-        wall_max_s=max(walls),
+        wall_max_s=max(ends),
         cpu_s=cpu,
         cpu_efficiency=cpu / wall if wall > 0 else 0.0,
         cpu_efficiency_per_core=cpu / (wall * threads) if wall > 0 else 0.0,
         threads=threads,
         events_per_s=events_per_s,
-        aggregate_mb_per_s=compiled.bytes_read * clients / max(walls) / MB if wall > 0 else 0.0,
+        aggregate_mb_per_s=compiled.bytes_read * clients / max(ends) / MB if wall > 0 else 0.0,
         breakdown=mean,
         passes=passes,
+        pass_walls=timed,
     )
-
-
-def _cpu_speed(value: float | None) -> float:
-    """The CPU speed factor (1: as recorded); not a positive number is a one-line error."""
-    if value is None:
-        return 1.0
-    if not math.isfinite(value) or value <= 0:
-        raise InstoreError(f"--cpu-speed {value:g}: not a speed",
-                           "give how many times as fast as the recording's CPU, above 0 "
-                           "(2: twice as fast; 0.5: half)")  # fmt: skip
-    return float(value)
-
-
-def passes_in(until_s: float, walls: list[float], done_at: list[list[float]],
-              compiled: Compiled) -> float:  # fmt: skip
-    """The passes the clients make in ``until_s`` (their mean), counted as the replayer counts
-    them: each whole pass (every pass as the first: on its own copy, cold), plus the share of
-    a pass's read bytes answered in the pass in hand. Where the first pass's requests are
-    seek-bound and its bytes come late, that share is small: comparing per-pass walls derived
-    this way on both sides keeps the model and the measurement on one definition."""
-    reads = [i for i, op in enumerate(compiled.ops) if op == READ]
-    total = sum(compiled.nbytes[i] for i in reads) or 1
-    counts = []
-    for wall, done in zip(walls, done_at, strict=True):
-        whole = int(until_s // wall) if wall > 0 else 0
-        left = until_s - whole * wall
-        got = sum(compiled.nbytes[i] for i in reads if done[i] <= left)
-        counts.append(whole + got / total)
-    return sum(counts) / len(counts)

@@ -4,9 +4,11 @@ wall, CPU efficiency, events/s and where the time goes, by ``PARTS``)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from instore.errors import InstoreError
 from instore.predict.profile import Profile
 
 XCACHE_STATES = ("cold", "warm")
@@ -57,6 +59,8 @@ class Prediction:
     aggregate_mb_per_s: float
     breakdown: dict[str, float] = field(default_factory=dict)  # seconds, summing to wall_s
     passes: float | None = None  # in ``Scenario.until_s`` (mean over the clients)
+    # within ``Scenario.until_s``: every client's whole passes' walls, pass after pass
+    pass_walls: list[float] = field(default_factory=list)
     what_if: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -69,3 +73,46 @@ class Prediction:
         from dataclasses import asdict
 
         return {**asdict(self), "waits_on": self.waits_on}
+
+
+def checked(sc: Scenario, profile: Profile) -> float:
+    """The scenario's CPU speed factor (1: as recorded), once its cache state and speed are
+    known good; either not is a one-line error."""
+    if sc.xcache is not None:
+        if sc.xcache not in XCACHE_STATES:
+            raise InstoreError(f"--xcache {sc.xcache}: not a cache state",
+                               f"use one of {', '.join(XCACHE_STATES)}")  # fmt: skip
+        if profile.xcache is None:
+            raise InstoreError(
+                f"site {profile.site}: its profile has no XCache",
+                "drop --xcache, or add an xcache entry to the profile (docs/predict.md)",
+            )
+    value = sc.cpu_speed
+    if value is None:
+        return 1.0
+    if not math.isfinite(value) or value <= 0:
+        raise InstoreError(f"--cpu-speed {value:g}: not a speed",
+                           "give how many times as fast as the recording's CPU, above 0 "
+                           "(2: twice as fast; 0.5: half)")  # fmt: skip
+    return float(value)
+
+
+def critical_path(first: list[tuple[tuple[float, int], list[list[float] | None], list[int]]],
+                  lead: float, tail: float, think: list[float]) -> dict[str, float]:  # fmt: skip
+    """Where the time goes, the mean over clients (``PARTS``): each client's chain of requests
+    from its last response back (``first``: its last response and request, each request's own
+    time by part and the request whose response set its start), with each request's think time
+    before it (``think``), the lead-in and the tail."""
+    mean = dict.fromkeys(PARTS, 0.0)
+    for (_, i), owns, setters in first:
+        chain = [lead, 0.0, 0.0, 0.0, 0.0, 0.0]
+        while i >= 0:
+            own = owns[i] or [0.0] * 6
+            for k in range(6):
+                chain[k] += own[k]
+            chain[0] += think[i]
+            i = setters[i]
+        for k, v in zip(PARTS, chain, strict=True):
+            mean[k] += v / len(first)
+    mean["think"] += tail
+    return mean

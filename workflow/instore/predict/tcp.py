@@ -46,6 +46,17 @@ class Connection:
         self.path = self.rate * self.rtt_s
         self.rto = retransmission_timeout(self.rtt_s)
 
+    def send(self, size: float, start: float) -> tuple[float, float]:
+        """``flow_time``, and what the window adds to the bytes' own time (round trips, not
+        the rate's); the steady case (the window fills the path, not idled) inline."""
+        if self.window >= self.path and (
+            not self.restart_after_idle or start - self.sent_until <= self.rto  # type: ignore[operator]
+        ):
+            self.sent_until = start + size / self.rate
+            return size / self.rate, 0.0
+        flowing = self.flow_time(size, start)
+        return flowing, flowing - size / self.rate
+
     def flow_time(self, size: float, start: float) -> float:
         """Seconds from the server's first byte of a ``size``-byte response at ``start`` to its
         last, with the window grown (and after idleness shrunk) as Linux does; the window is

@@ -4,7 +4,8 @@ site's profile (fitted on its payload sections only) and compared with its measu
 A replay point's measured wall is its replays' median wall per pass (``predicted_wall_s``, the
 replay's wall of one complete pass; ``wall_s / passes`` where it has none); a load point's
 (fixed time) is the median of its clients' whole passes' own walls (``pass_walls_s``) where
-every client made one, against the model's pass; else (a client cut in its first pass, or
+every client made one, against the median of the model's own whole passes, its clients
+replaying pass after pass in the same fixed time; else (a client cut in its first pass, or
 records from before passes were timed), per repetition, the fixed time over its clients' mean
 passes (its jobs are its clients), the median over repetitions, against the model's count of
 passes in the same time. The XCache protocol is the trace
@@ -101,7 +102,7 @@ def _mean_passes(rows: Sequence[dict[str, Any]]) -> float | None:
 
 def _fixed_time_wall(rows: Sequence[dict[str, Any]], fixed_time_s: float | None) -> float | None:
     """A fixed-time repetition's wall per pass: the fixed time over its clients' mean passes,
-    the HEPiX aggregate (every client's events over the time; ``model.passes_in`` counts the
+    the HEPiX aggregate (every client's events over the time; ``model.predict`` counts the
     model's clients so). Not the clients' median: a client's passes come in steps of the
     trace's largest reads (seen: 1.0 or 1.15 passes in 10 s at 16 clients on lan-hdd), so a
     median of per-client walls sits on one step. None: not a fixed-time point, or no passes."""
@@ -153,7 +154,7 @@ def check_site(profile: Profile, records: Sequence[dict[str, Any]],
         sc = Scenario(protocol=protocol, xcache=state, clients=p["clients"],
                       recorded_on=recorded_on(compiled), until_s=p["fixed_time_s"])  # fmt: skip
         pred = predict(compiled, profile, sc)
-        wall = pred.wall_s
+        wall = own = statistics.median(pred.pass_walls) if pred.pass_walls else pred.wall_s
         if pred.passes and p["passes"] is not None:  # its wall per pass as its records count
             wall = float(p["fixed_time_s"]) / pred.passes  # it: the fixed time over its passes
         checks.append(Check(profile.site, p["section"], p["trace"], p["protocol"], state,
@@ -161,7 +162,7 @@ def check_site(profile: Profile, records: Sequence[dict[str, Any]],
                             p["cpu_efficiency"], pred.cpu_efficiency, pred.waits_on,
                             p["wall_lo_s"], p["wall_hi_s"], p["walls"], p["overshoot_s"],
                             p["read_s"], pred.wall_s - pred.breakdown.get("think", 0.0),
-                            p["fixed_time_s"], p["passes"], pred.wall_s if pred.passes else None))  # fmt: skip
+                            p["fixed_time_s"], p["passes"], own if pred.passes else None))  # fmt: skip
     return checks, skipped
 
 
