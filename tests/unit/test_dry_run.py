@@ -205,3 +205,26 @@ def test_a_site_the_reference_did_not_measure_is_told_the_span_of_its_sites_time
     # a site the reference measured is estimated from its own times: no span
     own = load_site(REPO / "config" / "sites" / "lan-hdd.yaml")
     assert dry_run(study, own, tmp_path / "results").span() == []
+
+
+def test_a_sites_own_jobs_measured_before_time_its_sections(tmp_path: Path) -> None:
+    """own-site.md's path: a quick profile first, then the full one. The full profile's dry
+    run times each section the quick one measured by the site's own jobs (their median wall),
+    not the reference sites' (a loopback site ran 4x faster than they said)."""
+    study, site = load_study(_study(tmp_path)), load_site(_site(tmp_path))
+    before = dry_run(study, site, tmp_path / "results")
+    RecordStore(tmp_path / "results", site.name).append(
+        [{"point_key": f"quick-{n}", "jobs": 1, "job": 0, "measured_at": "t", "status": "ok",
+          "section": "layout", "wall_s": wall} for n, wall in enumerate((0.04, 0.05, 0.9))]
+        + [{"point_key": "quick-x", "jobs": 1, "job": 0, "measured_at": "t", "status": "failed",
+            "section": "layout", "wall_s": 30.0}]
+    )  # fmt: skip
+    after = dry_run(study, site, tmp_path / "results")
+    _, reps = reference().of("local", "layout")
+    due = min(max(reps, 2), 4)
+    assert after.sections["layout"].seconds == pytest.approx(4 * due * (0.05 + OVERHEAD_S))
+    assert after.sections["load"].seconds == before.sections["load"].seconds  # not measured
+    assert after.own == ["layout"]
+    line = next(x for x in after.lines() if "estimated time" in x)
+    assert "(from this site's own jobs measured before in layout, else the reference run's" in line
+    assert after.span() == before.span()  # the reference sites' times, as before

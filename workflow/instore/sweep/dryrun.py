@@ -70,6 +70,13 @@ class Reference:
         """The sites the reference run measured."""
         return sorted({site for site, _ in self.walls if site is not None})
 
+    def with_own(self, site: str, walls: dict[str, float]) -> Reference:
+        """The site's own job wall times by section (measured before: a quick profile before
+        the full one), each at its section's repetitions in the reference."""
+        mine = {(site, s): w for s, w in walls.items() if (None, s) in self.repetitions}
+        reps = {(site, s): self.repetitions[None, s] for site, s in mine}
+        return Reference({**self.walls, **mine}, {**self.repetitions, **reps})
+
     def of(self, site: str, section: str) -> tuple[float, float]:
         """A point's job wall time and repetitions: its site's where the reference measured
         the site, else its section's, else the median of every section's."""
@@ -77,6 +84,15 @@ class Reference:
             if key in self.walls:
                 return self.walls[key], self.repetitions[key]
         return statistics.median(self.walls.values()), 1.0
+
+
+def own_walls(records: Iterable[dict]) -> dict[str, float]:
+    """A site's own measured job wall times by section: the median of its jobs that ran."""
+    walls: dict[str, list[float]] = {}
+    for r in records:
+        if r.get("status") == "ok" and r.get("wall_s") is not None and r.get("section"):
+            walls.setdefault(r["section"], []).append(float(r["wall_s"]))
+    return {section: statistics.median(w) for section, w in walls.items()}
 
 
 def reference(path: Path = REFERENCE) -> Reference:
@@ -119,6 +135,7 @@ class DryRun:
     calibrate: bool
     sections: dict[str, SectionPlan]
     upload: list[tuple[str, float, bool]]  # files put on the site: (name, MB, generated)
+    own: list[str] = field(default_factory=list)  # sections its own earlier jobs timed
 
     @property
     def upload_mb(self) -> float:
@@ -197,7 +214,9 @@ class DryRun:
         out.append(
             f"  most clients at once: {self.clients}; the site's load limits: {guard.text()}"
         )
-        out.append(f"  estimated time of the sweep: about {_duration(self.seconds)} (from the "
+        mine = (f"this site's own jobs measured before in {', '.join(self.own)}, else "
+                if self.own else "")  # fmt: skip
+        out.append(f"  estimated time of the sweep: about {_duration(self.seconds)} (from {mine}the "
                    "reference run's job times and repetitions by site and section"
                    f"{self._span_text()}; the load ramp may stop sooner)")  # fmt: skip
         return out
@@ -243,11 +262,17 @@ def dry_run(
     """What the study will do to the site, from its files and the records in ``results``
     (and the generated files' sizes where they are under ``data`` already)."""
     ref = reference()
-    done = RecordStore(results, site.name).done_keys()
+    # a site the reference did not measure: also estimated at each reference site's times,
+    # and at its own where it measured a section before
+    elsewhere = [] if site.name in ref.sites else ref.sites
+    store = RecordStore(results, site.name)
+    done = store.done_keys()
+    own = own_walls(store.records()) if elsewhere else {}
+    if own:
+        ref = ref.with_own(site.name, own)
     chosen = [s for s in SECTIONS if s in study.sections and (sections is None or s in sections)]
     plans = {}
     ramp = Ramp(site.load)
-    elsewhere = [] if site.name in ref.sites else ref.sites  # the sites it is estimated at
     for section in chosen:
         plan = plans[section] = SectionPlan()
         for point in points_on(study, section, site):  # as the sweep plans them
@@ -280,4 +305,5 @@ def dry_run(
             plan.clients = max(plan.clients, point.jobs)
     upload = (study_files(study, data)
               if site.upload and not site.emulated and not site.dataset else [])  # fmt: skip
-    return DryRun(site, study, calibrate, plans, upload)
+    timed = [s for s in chosen if s in own and plans[s].points]
+    return DryRun(site, study, calibrate, plans, upload, timed)
