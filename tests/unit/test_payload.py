@@ -147,6 +147,20 @@ def test_the_opens_cpu_is_recorded_within_the_open_and_the_jobs_cpu(
         assert r["open_cpu_s"] <= r["user_s"] + r["sys_s"], engine
 
 
+def test_each_engine_counts_the_reads_its_open_made_apart_from_the_loops(
+    small_files: dict[str, Path],
+) -> None:
+    """A profile's fit pays the open's reads once (in the open's time) and the loop's with their
+    round trips: each engine says how many of its read calls the open made; for ROOT the rest
+    are the TTree's read log's (the loop's)."""
+    for engine in ENGINES:
+        r = read(small_files["ordered"], engine=engine)
+        assert 0 < r["open_read_calls"] < r["read_calls"], (engine, r["open_read_calls"])
+        if engine == "root":
+            loop = r["counters"]["perfstats_read_calls"]
+            assert r["read_calls"] - r["open_read_calls"] == loop, r
+
+
 def test_record_carries_measurement_and_provenance(small_files: dict[str, Path]) -> None:
     r = read(small_files["ordered"], engine="uproot")
     for key in (

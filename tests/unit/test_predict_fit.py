@@ -5,13 +5,22 @@ its schema round-trip, refusing a bad hand-written one in one line."""
 from __future__ import annotations
 
 import json
+import lzma
 from pathlib import Path
 
 import pytest
 from instore.errors import InstoreError
 from instore.predict.disk import DiskRule
-from instore.predict.fit import fit_profile, payload_records
-from instore.predict.profile import read_profile, site_profile, write_profile
+from instore.predict.fit import fit_profile, payload_records, payload_wall
+from instore.predict.profile import (
+    Param,
+    Profile,
+    Protocol,
+    read_profile,
+    site_profile,
+    write_profile,
+)
+from instore.predict.tcp import Connection
 
 RTT_MS = 25.0
 BW_MBIT = 100.0
@@ -331,3 +340,42 @@ def test_one_engines_own_wait_per_read_is_not_the_servers() -> None:
     )
     assert "the uproot engine's: the least of the engines'" in http.source
     assert prof.protocols["xrootd"].request_ms.value == pytest.approx(SERVER_MS["xrootd"], rel=1e-6)
+
+
+def test_a_points_open_reads_are_paid_once_and_its_first_large_read_ramps_up_the_window() -> None:
+    """A job at 100 ms that reads 1.6 MB in one vector read after an open of four small reads:
+    the open's reads are in its open time (not paid again as round trips), and the large
+    response ramps up from TCP's initial window (about 5 round trips, as measured on an
+    emulated 100 ms link: docs/data/tcp-ramp). A record that does not say which reads its open
+    made keeps the accounting from before: every read call a round trip, no ramp."""
+    rtt, rate, nbytes, cpu, opened = 0.1, 12.5e6, 1_600_000, 0.12, 0.6
+    base = {"protocol": "xrootd", "read_calls": 5, "bytes_read": nbytes, "open_s": opened,
+            "user_s": cpu, "sys_s": 0.0, "cold": False}  # fmt: skip
+    none = Param(None, "test")
+    prof = Profile(site="far", kind="hand-written", rtt_ms=Param(rtt * 1e3, "test"),
+                   bandwidth_mbit=Param(rate * 8 / 1e6, "test"), tcp_window_kb=none,
+                   disk_seq_mb_per_s=none, disk_random_ms=none, client_cpu_request_us=none,
+                   client_cpu_mb_ms=none, protocols={"xrootd": Protocol(Param(0.0, "test"))})  # fmt: skip
+    ramp = Connection(rtt, rate).flow_time(nbytes, 0.0) - nbytes / rate
+    assert 0.45 < ramp < 0.6
+    told = payload_wall({**base, "open_read_calls": 4}, prof)
+    assert told == pytest.approx(cpu + opened + rtt + nbytes / rate + ramp, rel=1e-9)
+    untold = payload_wall(base, prof)
+    assert untold == pytest.approx(cpu + opened + 5 * rtt + nbytes / rate, rel=1e-9)
+
+
+def test_the_held_out_caching_points_at_100_ms_are_predicted_within_10pct_not_11pct_short() -> None:
+    """The held-out check on the WAN of the fresh study of 9fa2734 (kept in docs/data): the
+    caching section's ROOT points at 1, 30 and 100 ms, none fitted on. Counting the open's
+    reads twice and no TCP ramp, the point at 100 ms with a tenth of the branches came out
+    11.3% short on all three runs kept; each within 10% now."""
+    from instore.predict.validate import check_held_out
+
+    run = Path(__file__).parents[2] / "docs/data/trials/study-9fa2734"
+    with lzma.open(run / "wan-records.jsonl.xz", "rt") as f:
+        records = [json.loads(line) for line in f]
+    calibration = json.loads((run / "profiles/wan-calibration.json").read_text())
+    checks = check_held_out(fit_profile("wan", calibration, records), records)
+    errors = {c.trace: c.predicted_wall_s / c.measured_wall_s - 1 for c in checks}
+    assert len(errors) == 6 and any("RTT 100 ms" in k for k in errors), errors
+    assert all(abs(e) <= 0.10 for e in errors.values()), errors

@@ -33,7 +33,7 @@ COLUMNS = {
     "uproot_max_request_ranges", "uproot_step_bytes", "uproot_timeout", "cold_cache_dropped",
     "http_client", "passes", "tree", "file_size", "entries", "branches_total", "branches_read", "events",
     "wall_s", "open_s", "open_cpu_s", "stage_in_s", "user_s", "sys_s", "cpu_efficiency", "cpu_wait_s",
-    "event_rate_hz", "bytes_read", "read_calls", "vector_reads", "read_size_hist",
+    "event_rate_hz", "bytes_read", "read_calls", "open_read_calls", "vector_reads", "read_size_hist",
     "bytes_needed", "read_amplification", "mb_per_s", "cache_bytes_effective", "rchar_delta",
     "counters", "format", "object_name", "fields_skipped", "fields_skipped_reason", "error",
     "start_lateness_s", "provenance",

@@ -136,6 +136,10 @@ class Measurement:
     # The process's CPU during open_s (a TLS or GSI handshake, metadata): user_s and sys_s
     # include it, so open_s less this is the open's wait on the storage. None: not recorded.
     open_cpu_s: float | None = None
+    # Of read_calls, those the open made (the file's header, streamers, the tree's metadata),
+    # whose round trips are in open_s: a profile's fit counts the rest. None: not known (an
+    # RNTuple read by ROOT, a record from before).
+    open_read_calls: int | None = None
 
 
 @dataclass

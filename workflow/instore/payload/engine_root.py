@@ -248,6 +248,7 @@ def _result(
         open_cpu_s=opened[1],
         bytes_read=sum(int(x.GetBytesRead()) for x in read.files),
         read_calls=calls,
+        open_read_calls=read.calls_before,
         vector_reads=sum(int(loop.cache_fills) for loop in read.loops),
         bytes_needed=bytes_needed(basket_map(tree, names), chosen, *selection),
         cache_bytes=int(read.loops[0].cache_size),

@@ -101,6 +101,7 @@ def run(url: str, obj: DataObject, pattern: Pattern, client: ClientOptions) -> E
     with file:
         data = objects.get(file, url, obj)
         open_s, open_cpu_s = t0.since()
+        open_reads = len(handler.instances[0].reads)  # the reads its open made
         try:
             if obj.format == RNTUPLE:
                 names, chosen, events, needed = _ntuple_read(data, pattern)
@@ -130,6 +131,7 @@ def run(url: str, obj: DataObject, pattern: Pattern, client: ClientOptions) -> E
             open_cpu_s=open_cpu_s,
             bytes_read=sum(n for _, n in reads),
             read_calls=len(reads),
+            open_read_calls=open_reads,
             vector_reads=source.requests,
             bytes_needed=needed,
             reads=reads,

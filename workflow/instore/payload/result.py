@@ -43,6 +43,9 @@ class EngineResult:
     open_cpu_s: float = 0.0  # the process's CPU during the open (part of open_s)
     bytes_read: int = 0
     read_calls: int = 0
+    # of read_calls, those the open made (header, streamers, the tree's metadata: inside
+    # open_s); None where the engine cannot tell
+    open_read_calls: int | None = None
     vector_reads: int = 0
     bytes_needed: int = 0
     cache_bytes: int = 0  # effective TTreeCache size (root engine)
@@ -63,6 +66,10 @@ class EngineResult:
             "bytes_needed",
         )
         merged = replace(self, **{k: getattr(self, k) + getattr(other, k) for k in summed})
+        if self.open_read_calls is not None and other.open_read_calls is not None:
+            merged.open_read_calls = self.open_read_calls + other.open_read_calls
+        else:
+            merged.open_read_calls = None
         merged.reads = self.reads + other.reads
         merged.counters = {k: v + other.counters.get(k, 0) for k, v in self.counters.items()}
         return merged

@@ -279,6 +279,7 @@ def _measurement(
         event_rate_hz=r.events / wall if wall > 0 else None,
         bytes_read=r.bytes_read,
         read_calls=r.read_calls,
+        open_read_calls=r.open_read_calls,
         vector_reads=r.vector_reads,
         read_size_hist=size_histogram(n for _, n in r.reads),
         bytes_needed=r.bytes_needed,

@@ -21,9 +21,10 @@ What each parameter comes from:
 - ``disk_parallel``: the calibration's fio random reads at queue depth 16 over those at 1 (how
   many requests the disk serves side by side: an SSD several); 1 where fio ran only at 1.
 - each protocol's ``request_ms``: least squares over that protocol's payload points of their
-  time away from CPU after the open (wall - user - sys - the open's wait) against read calls,
-  after the round trips, disk and transfer the other parameters give (clipped at 0), per
-  engine, the least of the engines' (the server's, which every client pays); its
+  time away from CPU after the open (wall - user - sys - the open's wait) against their read
+  calls after the open (``reads_after_open``), after the round trips, disk and transfer the
+  other parameters give (TCP's ramp included: ``ramp_of``; clipped at 0), per engine, the
+  least of the engines' (the server's, which every client pays); its
   ``open_round_trips``: the points' median open time off CPU over the RTT (the open's own
   CPU, a TLS or GSI handshake, is in the job's CPU already).
 - a FUSE mount's ``in_flight_kb``: its reads go to the server it mounts (xrootdfs: the site's
@@ -55,12 +56,13 @@ from typing import Any
 
 import numpy as np
 
-from instore.access import FUSE, POSIX, XCACHE, XROOTD
+from instore.access import DIRECT, FUSE, POSIX, XCACHE, XROOTD
 from instore.calibration import read_calibration
 from instore.errors import InstoreError
 from instore.predict.disk import DiskRule, disk_rule
 from instore.predict.given import burst, copy_rates, disk, link, parallel, xcache
 from instore.predict.profile import Param, Profile, Protocol
+from instore.predict.tcp import INITIAL_WINDOW_BYTES, Connection
 from instore.vocabulary import PAYLOAD_FIT_SECTIONS
 
 # How each protocol sends reads (not fitted: the protocol's mechanics)
@@ -171,26 +173,77 @@ def away_of(r: dict[str, Any]) -> float:
     return max(0.0, float(r["wall_s"]) - cpu_of(r) - open_wait_of(r))
 
 
-def io_terms(r: dict[str, Any], rtt_s: float, per_byte: float, disk: DiskRule) -> float:
+def open_reads_of(r: dict[str, Any]) -> float | None:
+    """The read calls a payload point's open made (the file's header, streamers, the tree's
+    metadata), which fall inside ``open_s``: recorded as ``open_read_calls``; for a record
+    from before, ROOT's TTree read log tells them apart (its reads are the loop's); None where
+    nothing does."""
+    if r.get("open_read_calls") is not None:
+        return float(r["open_read_calls"])
+    counters = r.get("counters") or {}
+    if counters.get("read_log_complete") == 1 and "perfstats_read_calls" in counters:
+        return float(r["read_calls"]) - float(counters["perfstats_read_calls"])
+    return None
+
+
+def reads_after_open(r: dict[str, Any]) -> float:
+    """The read calls a payload point made after its open: the open's own are in its open
+    time, whose round trips ``open_round_trips`` explains (counted again, they paid their round
+    trips twice). Every read call where the record does not say which the open made."""
+    return max(0.0, float(r["read_calls"]) - (open_reads_of(r) or 0.0))
+
+
+def ramp_of(r: dict[str, Any], rtt_s: float, rate: float,
+            initial: float = INITIAL_WINDOW_BYTES, restart: bool = True) -> float:  # fmt: skip
+    """What TCP's window adds to a point's reads after its open over its own connection
+    (xrootd, http), beyond their bytes at ``rate``: the open's small responses do not grow
+    the window, so the first large response ramps up from the initial window round trip by
+    round trip (``tcp.Connection``), and again after an idle spell. The reads taken as equal
+    shares of its bytes, its CPU spread evenly between them. Measured on an emulated 100 ms,
+    100 Mbit/s link (2026-11-29, ``docs/data/tcp-ramp``): a fresh XRootD connection's 1.6 MB
+    read after an open and four 4 kB reads took 0.52 s beyond its round trip and bytes;
+    ``Connection`` gives 0.53.
+
+    Nothing for a record that does not say which reads its open made (``open_reads_of``): it
+    keeps the accounting from before, every read call a round trip and no ramp, in which the
+    open's reads counted twice stand in for the ramp at 25-30 ms (within 2% of the WAN's
+    payload points) but not at 100 ms (11% short of the caching section's)."""
+    n = round(reads_after_open(r))
+    if (r["protocol"] not in DIRECT or n <= 0 or rtt_s <= 0 or rate <= 0
+            or open_reads_of(r) is None):  # fmt: skip
+        return 0.0
+    size, gap = float(r["bytes_read"]) / n, cpu_of(r) / n
+    conn, t, added = Connection(rtt_s, rate, initial, restart), 0.0, 0.0
+    for _ in range(n):
+        flowing, ramp = conn.send(size, t)
+        added += ramp
+        t += rtt_s + flowing + gap
+    return added
+
+
+def io_terms(r: dict[str, Any], rtt_s: float, per_byte: float, disk: DiskRule,
+             initial: float = INITIAL_WINDOW_BYTES, restart: bool = True) -> float:  # fmt: skip
     """A payload point's time off CPU after its open that the link and disk explain: its read
     calls' round trips, its bytes over the link (``per_byte``: seconds per byte of one flow)
-    and, read cold, the disk's time for it (``DiskRule``), whose streaming the transfer hides
-    as in the model."""
+    and what TCP's window adds to them (``ramp_of``), and, read cold, the disk's time for it
+    (``DiskRule``), whose streaming the transfer hides as in the model."""
     transfer = float(r["bytes_read"]) * per_byte if r["protocol"] != POSIX else 0.0
+    if transfer:
+        transfer += ramp_of(r, rtt_s, 1.0 / per_byte, initial, restart)
     service, stream = _cold_disk(r, disk)
     return _trips(r, rtt_s) + service + max(transfer, stream)
 
 
-def fixed_terms(r: dict[str, Any], rtt_s: float, disk: DiskRule) -> float:
+def fixed_terms(r: dict[str, Any], rtt_s: float, disk: DiskRule, rate: float = 0.0) -> float:
     """The part of ``io_terms`` that does not depend on the flow's rate: the read calls' round
-    trips and, read cold, the disk requests' service time. What a fit of the flow's rate
-    subtracts first (where a flow's rate is fitted the link is the slower: it hides the
-    disk's streaming)."""
-    return _trips(r, rtt_s) + _cold_disk(r, disk)[0]
+    trips, what TCP's window adds at the link's ``rate`` (the round trips of its ramp), and,
+    read cold, the disk requests' service time. What a fit of the flow's rate subtracts first
+    (where a flow's rate is fitted the link is the slower: it hides the disk's streaming)."""
+    return _trips(r, rtt_s) + ramp_of(r, rtt_s, rate) + _cold_disk(r, disk)[0]
 
 
 def _trips(r: dict[str, Any], rtt_s: float) -> float:
-    return float(r["read_calls"]) * rtt_s if r["protocol"] != POSIX else 0.0
+    return reads_after_open(r) * rtt_s if r["protocol"] != POSIX else 0.0
 
 
 def _cold_disk(r: dict[str, Any], disk: DiskRule) -> tuple[float, float]:
@@ -198,19 +251,21 @@ def _cold_disk(r: dict[str, Any], disk: DiskRule) -> tuple[float, float]:
     return disk.parts(r, cpu_of(r)) if r.get("cold", True) else (0.0, 0.0)
 
 
-def fit_per_byte(points: Sequence[dict[str, Any]], rtt_s: float, disk: DiskRule) -> float | None:
+def fit_per_byte(points: Sequence[dict[str, Any]], rtt_s: float, disk: DiskRule,
+                 link_rate: float = 0.0) -> float | None:  # fmt: skip
     """One flow's seconds per byte, fitted jointly with each protocol's time per request over
     the remote payload points (least squares), where the points tell them apart (their bytes
-    and read calls vary independently); None where they do not."""
+    and read calls vary independently); None where they do not. TCP's ramp is taken at the
+    link's rate (``link_rate``): a ramp counted as bytes would make the flow look slower."""
     remote = [r for r in points if r["protocol"] != POSIX and r["protocol"] not in MOUNTED]
     names = sorted({str(r["protocol"]) for r in remote})
     if len(remote) < len(names) + 2:
         return None
-    x = np.array([[float(r["read_calls"]) * (r["protocol"] == n) for n in names]
+    x = np.array([[reads_after_open(r) * (r["protocol"] == n) for n in names]
                   + [float(r["bytes_read"])] for r in remote])  # fmt: skip
     if np.linalg.matrix_rank(x / np.maximum(x.max(axis=0), 1e-12)) < x.shape[1]:
         return None
-    y = np.array([away_of(r) - fixed_terms(r, rtt_s, disk) for r in remote])
+    y = np.array([away_of(r) - fixed_terms(r, rtt_s, disk, link_rate) for r in remote])
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
     return float(coef[-1]) if coef[-1] > 0 else None
 
@@ -235,7 +290,7 @@ def fit_protocols(points: Sequence[dict[str, Any]], rtt_s: float, per_byte: floa
             out[name] = Protocol(request, open_round_trips=trips, in_flight_kb=in_flight,
                                  **MECHANICS.get(name, {}))  # fmt: skip
             continue
-        calls = np.array([float(r["read_calls"]) for r in members])
+        calls = np.array([reads_after_open(r) for r in members])
         away = np.array([away_of(r) for r in members])
         base = np.array([io_terms(r, rtt_s, per_byte, disk) for r in members])
         by_engine = _per_engine(members, away - base)
@@ -267,7 +322,7 @@ def _per_engine(members: Sequence[dict[str, Any]], resid: np.ndarray) -> dict[st
         rows = {e: ix for e, ix in rows.items() if len(ix) > 1}
     out = {}
     for engine, ix in rows.items():
-        calls = np.array([float(members[i]["read_calls"]) for i in ix])
+        calls = np.array([reads_after_open(members[i]) for i in ix])
         denom = float(np.dot(calls, calls))
         out[engine] = max(0.0, float(np.dot(resid[ix], calls)) / denom) if denom > 0 else 0.0
     return out
@@ -289,7 +344,7 @@ def fit_in_flight(members: Sequence[dict[str, Any]], rtt_s: float, per_byte: flo
     (it does not bind) or nothing is left to explain."""
     if rtt_s <= 0:
         return None
-    calls = np.array([float(r["read_calls"]) for r in members])
+    calls = np.array([reads_after_open(r) for r in members])
     size = np.array([float(r["bytes_read"]) for r in members])
     away = np.array([away_of(r) for r in members])
     base = np.array([fixed_terms(r, rtt_s, disk) for r in members]) + calls * server_s
@@ -316,8 +371,11 @@ def payload_wall(r: dict[str, Any], profile: Profile) -> float:
     server = (proto.request_ms.value or 0.0) / 1e3 if proto else 0.0
     trips = proto.open_round_trips.value if proto and proto.open_round_trips else None
     opened = (trips or 0.0) * rtt_s if trips is not None else open_wait_of(r)
-    return (cpu_of(r) + opened + io_terms(r, rtt_s, 1.0 / flow, disk_rule(profile))
-            + float(r["read_calls"]) * server)  # fmt: skip
+    initial = (profile.tcp_initial_window_kb.value or 0.0) * 1024 or INITIAL_WINDOW_BYTES
+    restart = bool(profile.tcp_slow_start_after_idle.value)
+    return (cpu_of(r) + opened
+            + io_terms(r, rtt_s, 1.0 / flow, disk_rule(profile), initial, restart)
+            + reads_after_open(r) * server)  # fmt: skip
 
 
 def fit_profile(site: str, calibration: dict[str, Any] | None,
@@ -353,7 +411,7 @@ def fit_profile(site: str, calibration: dict[str, Any] | None,
     if not points:
         notes.append("no payload points: every protocol's server time is 0 (fit after the sweeps)")
     if window.value is None and not copy_rates(calib) and rtt_s > 0.001:  # no copy showed it
-        per_byte = fit_per_byte(points, rtt_s, disk_of)
+        per_byte = fit_per_byte(points, rtt_s, disk_of, bw_b)
         if per_byte is not None and 1.0 / per_byte < 0.8 * bw_b:
             kb = rtt_s / per_byte / 1024
             window = Param(kb, f"{_sections(points)}: one flow's rate fitted with the protocols' "
