@@ -33,7 +33,8 @@ def test_flows_that_start_together_share_the_link_and_end_together() -> None:
     link = SharedLink(1e6)  # 1 MB/s
     for _ in range(4):
         link.arrive(0.0, _flow(1e6))
-    assert _drain(link) == pytest.approx([4.0] * 4)  # a queue: 1, 2, 3 and 4 s
+    # shared: all four end at 4 s (a queue would end them at 1, 2, 3 and 4 s)
+    assert _drain(link) == pytest.approx([4.0] * 4)
 
 
 def test_a_flow_alone_has_the_whole_link_and_shares_it_from_when_another_comes() -> None:

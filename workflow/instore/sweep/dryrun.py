@@ -266,8 +266,9 @@ def dry_run(
     # and at its own where it measured a section before
     elsewhere = [] if site.name in ref.sites else ref.sites
     store = RecordStore(results, site.name)
-    done = store.done_keys()
-    own = own_walls(store.records()) if elsewhere else {}
+    records = store.records()  # read once: a real site's log grows with every run
+    done = store.done_keys(records)
+    own = own_walls(records) if elsewhere else {}
     if own:
         ref = ref.with_own(site.name, own)
     chosen = [s for s in SECTIONS if s in study.sections and (sections is None or s in sections)]

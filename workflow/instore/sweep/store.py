@@ -62,9 +62,11 @@ class RecordStore:
             return None
         return {k for t in tables for k in pd.read_parquet(t, columns=["point_key"])["point_key"]}
 
-    def done_keys(self) -> set[str]:
-        """Points whose every job has a record, in at least one measurement."""
-        return set(_complete(self.records())["point_key"]) if self.log.exists() else set()
+    def done_keys(self, records: list[dict[str, Any]] | None = None) -> set[str]:
+        """Points whose every job has a record, in at least one measurement (``records``: the
+        log's, where the caller has read it already)."""
+        records = self.records() if records is None else records
+        return {records[i]["point_key"] for i in _latest_complete(records)}
 
     def append(self, records: Iterable[dict[str, Any]]) -> None:
         """Append one point's records in a single write, then fsync."""
