@@ -26,7 +26,7 @@ from typing import Any
 @dataclass(slots=True)
 class Flow:
     """One response crossing the link: when its bytes reach the link (``start``), how many,
-    and what finishing it needs (``model.predict``'s ``remote``)."""
+    and what finishing it needs (``Simulation.remote``, simulation.py)."""
 
     start: float
     size: float
@@ -40,7 +40,7 @@ class Flow:
     streamed: float  # the disk's streaming time (d_end - d_start - d_seek)
     ramp: float  # what the window's ramp adds to the bytes' own time
     own: list[float]
-    # the request's steps left when it is off the link (``model.predict``'s ``run``: key,
+    # the request's steps left when it is off the link (``Simulation.run``: key,
     # steps, the next one, the read's start, hop, server time), for client ``c``'s request
     # ``i`` (-1: read ahead, nothing waits on it)
     then: Any = None

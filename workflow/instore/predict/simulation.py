@@ -1,0 +1,365 @@
+"""The model's discrete-event simulation (``instore.predict.model`` says what it models and
+runs one per prediction): a ``Simulation`` holds the site in the loop's units, the job's plans
+and every client's state; its loop takes the requests sent, the flows reaching the link and the
+link's departures in time order, and ``prediction`` says what the passes gave."""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+from instore.access import FUSE, POSIX, STAGE_IN, XROOTD
+from instore.errors import InstoreError
+from instore.predict.compiled import (
+    CLOSE,
+    OPEN,
+    READ,
+    STAT,
+    Compiled,
+    Piece,
+    block_plan,
+    blocks_piece,
+    read_plan,
+)
+from instore.predict.disk import Disk, page_in
+from instore.predict.link import Flow, SharedLink
+from instore.predict.profile import Profile, Protocol
+from instore.predict.readahead import MAX_PAGES, PAGE, mount_plan
+from instore.predict.scenario import Scenario, checked
+from instore.predict.tcp import INITIAL_WINDOW_BYTES, Connection
+
+MB = 1e6
+LOCAL = (POSIX,)
+
+
+# a client's first pass as the critical path reads it: its last response and request, each
+# request's own time by part and the request whose response set its start
+First = tuple[tuple[float, int], list[list[float] | None], list[int]]
+
+
+class Simulation:
+    """One ``predict`` call: the site, the job's plans and every client's state, shared by the
+    event loop and its steps (slotted: the loop reads them at every event)."""
+
+    __slots__ = (
+        "ahead", "arriving", "before", "began", "block", "blocks", "c_rate", "c_rtt", "cache_state",
+        "clients", "compiled", "connected", "connections", "copied", "cpu_mb", "cpu_req",
+        "dependents", "disk", "files", "first", "flow", "got", "heap", "held", "hop_read",
+        "initial", "last", "lead", "left", "link", "local", "n", "nbytes", "now", "ops",
+        "origin_server", "own_of", "paged", "per_bw", "per_flow", "profile", "proto_name", "quiet",
+        "readahead", "reads", "ready", "remaining", "restart", "rtt", "sc", "sent", "server",
+        "setter", "size_on_link", "speed", "staged", "starts", "stretch", "tail", "until", "walls",
+        "whole",
+    )  # fmt: skip
+
+    def __init__(self, compiled: Compiled, profile: Profile, sc: Scenario) -> None:
+        self.compiled, self.profile, self.sc = compiled, profile, sc
+        self.cache_state = sc.xcache  # the scenario's cache state (None: no XCache in front)
+        self.proto_name, proto = profile.protocol(sc.protocol)
+        self.speed = checked(sc, profile)
+        self.clients = max(1, int(sc.clients))
+        self._site(profile, proto)
+        self._job(compiled, profile, proto)
+        self._start()
+
+    def _site(self, profile: Profile, proto: Protocol) -> None:
+        """The link, the disk, the server and the cache in the loop's units (s, bytes/s), so
+        that no step converts a profile's figure again."""
+        self.rtt = rtt = (profile.rtt_ms.value or 0.0) / 1000.0
+        bw = (profile.bandwidth_mbit.value or 0.0) * 1e6 / 8.0
+        if bw <= 0:
+            raise InstoreError(f"site {profile.site}: a link of no bandwidth",
+                               "give bandwidth_mbit above 0")  # fmt: skip
+        self.flow = flow = profile.flow_bytes_per_s(proto)
+        seq = (profile.disk_seq_mb_per_s.value or 1e9) * MB
+        seek = (profile.disk_random_ms.value or 0.0) / 1000.0
+        burst = float(profile.disk_burst_ios.value or 0.0)
+        # the disk's requests side by side: the nearest whole number of servers, each at the
+        # service time fio measured one read at a time (what one client alone waits), so
+        # together they serve that many times its IOPS, within the rounding of what fio served
+        # 16 at once; a ratio within noise of 1 (1.0002 on a throttled spindle) is one server
+        servers = max(1, math.floor((profile.disk_parallel.value or 1.0) + 0.5))
+        self.server = server = (proto.request_ms.value or 0.0) / 1000.0
+        self.readahead = profile.readahead_kb * 1024
+        self.local = local = self.proto_name in LOCAL
+        self.staged = self.proto_name == STAGE_IN
+        cache = profile.xcache
+        c_rtt, c_rate, block, origin_server = 0.0, 1e9 * MB, 1 << 20, server
+        if cache is not None and self.cache_state is not None:
+            c_rtt = (cache.local_rtt_ms.value or 0.0) / 1000.0
+            c_rate = (cache.local_mb_per_s.value or 1e9) * MB
+            block = int((cache.block_kb.value or 1024) * 1024)
+            origin_server = (profile.protocols.get(XROOTD, proto).request_ms.value or 0.0) / 1000.0
+        self.c_rtt, self.c_rate = c_rtt, c_rate
+        self.block, self.origin_server = block, origin_server
+        self.link = SharedLink(bw)  # the flows share it (processor sharing: link.py)
+        self.disk = Disk(servers, seek, seq, burst)  # a FIFO queue to its servers (disk.py)
+        self.per_flow = 1.0 / flow
+        self.per_bw = 1.0 / bw
+        self.size_on_link = not local
+        self.hop_read = 0.0 if local else rtt
+        # each client's connection to the server (its window grows and, idle, shrinks: tcp.py)
+        self.initial = (profile.tcp_initial_window_kb.value or 0.0) * 1024 or INITIAL_WINDOW_BYTES
+        self.restart = bool(profile.tcp_slow_start_after_idle.value)
+
+    def _job(self, compiled: Compiled, profile: Profile, proto: Protocol) -> None:
+        """The job as this site runs it: think time stretched by shared cores and the CPU's
+        speed, the client's CPU the recording lacked, and each request's plan (the requests
+        it becomes for this protocol, cache and mount), prepared once for every client."""
+        sc = self.sc
+        cores = max(1, profile.cores)
+        self.stretch = stretch = 1.0 / self.speed
+        if sc.jobs_per_node:
+            self.stretch = stretch = stretch * max(1.0, sc.jobs_per_node * compiled.threads / cores)
+        cpu_req = cpu_mb = 0.0
+        if sc.recorded_on is not None:
+            cpu_req = ((profile.client_cpu_request_us.value or 0.0)
+                       - (sc.recorded_on.client_cpu_request_us.value or 0.0)) / 1e6  # fmt: skip
+            cpu_mb = ((profile.client_cpu_mb_ms.value or 0.0)
+                      - (sc.recorded_on.client_cpu_mb_ms.value or 0.0)) / 1000.0  # fmt: skip
+        self.cpu_req, self.cpu_mb = cpu_req, cpu_mb
+        self.n = compiled.requests
+        self.ops, self.files, self.nbytes = compiled.ops, compiled.files, compiled.nbytes
+        self.before, self.dependents = compiled.before, compiled.dependents
+        max_read = proto.max_read_kb * 1024 if proto.max_read_kb else None
+        self.ahead: tuple[tuple[Piece, ...], ...] = ()
+        if self.proto_name == FUSE:  # the kernel's pages and readahead in front of the mount
+            mounted = mount_plan(compiled, int(max_read // PAGE) if max_read else MAX_PAGES)
+            self.reads, self.ahead = tuple(w for w, _ in mounted), tuple(a for _, a in mounted)
+        else:
+            self.reads = read_plan(compiled, proto.vector, max_read)
+        self.blocks = block_plan(compiled, self.block) if sc.xcache == "cold" else ()
+        self.lead = compiled.lead_s * stretch
+        self.tail = compiled.tail_s * stretch
+
+    def _start(self) -> None:
+        """Every client at the start of its first pass, and the events that begin it."""
+        clients, n, lead = self.clients, self.n, self.lead
+        # the link is a lone flow's until then: one finished alone, no event in between
+        self.quiet = 0.0
+        self.now = 0.0  # the time of the event in hand
+        # file -> the byte ranges the page cache holds (starts, ends; sorted, disjoint)
+        self.paged: list[dict[int, tuple[list[int], list[int]]]] = [{} for _ in range(clients)]
+        self.held: list[set[int]] = [set() for _ in range(clients)]  # cached blocks (file-keyed)
+        self.copied: list[set[int]] = [set() for _ in range(clients)]  # staged-in files
+        self.connected = [False] * clients
+        self.remaining = [list(self.compiled.deps) for _ in range(clients)]
+        self.ready = [[0.0] * n for _ in range(clients)]
+        # each request's own time by part (PARTS' order) and the request whose response set
+        # its start: the critical path is walked back from each client's last response
+        self.own_of: list[list[list[float] | None]] = [[None] * n for _ in range(clients)]
+        self.setter = [[-1] * n for _ in range(clients)]
+        self.last = [(lead, -1)] * clients  # each client's latest response and its request
+        # passes (a fixed time: pass after pass until it is up): each client's walls, when its
+        # pass in hand began, its requests left, its whole passes and the read bytes answered
+        # within the time in the pass in hand, and its first pass (``First``)
+        self.until = self.sc.until_s or 0.0
+        self.walls: list[list[float]] = [[] for _ in range(clients)]
+        self.began, self.left = [0.0] * clients, [n] * clients
+        self.whole, self.got = [0] * clients, [0] * clients
+        self.first: list[First | None] = [None] * clients
+        self.starts = starts = [i for i in range(n) if self.compiled.deps[i] == 0]
+        # events: (time, client, request) a request sent; (time, -2, key) a flow reaching the
+        # link; (time, -1, version) the link's next departure (stale once the link changed)
+        self.heap: list[tuple[float, int, int]] = []
+        heap = self.heap
+        before, stretch = self.before, self.stretch
+        for c in range(clients):
+            heap.extend((lead + before[i] * stretch, c, i) for i in starts)
+        heapq.heapify(heap)
+        self.arriving: dict[int, Flow] = {}  # flows on their way to the link, by key
+        self.sent = 0
+        self.connections = [self.connection(self.rtt) for _ in range(clients)]
+
+    def connection(self, hop: float) -> Connection:
+        """A new connection to the server: a client's, or a stage-in copy's own."""
+        return Connection(hop, self.flow, self.initial, self.restart)
+
+    def loop(self) -> None:
+        """The events in time order until none is left: requests sent, flows reaching the
+        link, the link's departures (the hot loop: what it reads often it holds in locals)."""
+        heap, link, arriving, per_flow = self.heap, self.link, self.arriving, self.per_flow
+        pop, departures, run, request = heapq.heappop, self.departures, self.run, self.request
+        while heap:
+            t, c, i = pop(heap)
+            self.now = t
+            if c == -2:  # a flow reaches the link
+                link.arrive(t, arriving.pop(i))
+                departures()
+                continue
+            if c == -1:  # the link's next departure, unless the link changed since
+                if i == link.version:
+                    fl = link.depart(t)
+                    departures()
+                    done = fl.finish(t, per_flow)
+                    if fl.i >= 0:  # the request's next step, or its response
+                        key, steps, k, start, hop, cost = fl.then
+                        run(fl.c, fl.i, key, steps, k, done, start, hop, cost, fl.own)
+                continue
+            request(c, i, t)
+
+    def request(self, c: int, i: int, t: float) -> None:
+        """Client ``c``'s request ``i`` sent at ``t``: a read's requests across the link (a
+        cold cache's blocks instead, none after a stage-in), a stage-in's copy at a file's
+        first open, or the round trips an open, close or stat costs."""
+        op = self.ops[i]
+        own = [0.0] * 6
+        end = t
+        if op == READ:
+            f = self.files[i]
+            steps, hop, cost = self.reads[i], self.hop_read, self.server
+            if self.cache_state is not None:  # a cold cache fetches the blocks it lacks first
+                mine, blocks = self.held[c], self.blocks
+                missing = [b for b in blocks[i] if (f << 32) + b not in mine] if blocks else []
+                mine.update((f << 32) + b for b in missing)
+                steps = (blocks_piece(missing, self.block),) if missing else ()
+                hop, cost = self.rtt, self.origin_server
+            elif self.staged:  # read from the worker's page cache after the copy
+                steps = ()
+            self.run(c, i, f, steps, 0, t, t, hop, cost, own)
+            return
+        local, staged, rtt = self.local, self.staged, self.rtt
+        if op == OPEN and staged and self.files[i] not in self.copied[c]:
+            f = self.files[i]
+            self.copied[c].add(f)
+            own[1] += rtt  # the copy's own open
+            size = self.compiled.file_sizes[f]
+            self.run(c, i, -1 - f, ((((0, size),), size),), 0, t + rtt, t, rtt, self.server, own)
+            return
+        if op == OPEN and not local and not staged:
+            trips = 1 if self.connected[c] else 2  # a client's first open connects first
+            self.connected[c] = True
+            hop = self.c_rtt if self.cache_state is not None else rtt
+            end = t + trips * hop + self.server
+            own[1] += trips * hop
+            own[2] += self.server
+        elif op in (CLOSE, STAT) and not local and not staged:
+            hop = self.c_rtt if self.cache_state is not None else rtt
+            end = t + hop
+            own[1] += hop
+        self.respond(c, i, end, own)
+
+    def remote(self, c: int, key: int, pc: Piece, t: float, hop: float, cost: float,
+               own: list[float]) -> float | Flow:  # fmt: skip
+        """One request across the link: a round trip, the server, the disk (a FIFO queue to
+        its servers, the first free one taking it: one request, its service time and its
+        bytes, for each run the page cache does not hold), the transfer (the link shared by
+        the flows on it, a flow no faster than its window). Its response's time, or the
+        ``Flow`` it waits on where other flows may share the link with it."""
+        runs, size = pc
+        ios, disk_bytes = page_in(self.paged[c].setdefault(key, ([], [])), runs, self.readahead)
+        arrive = t + hop / 2 + cost
+        d_start, d_seek, d_end = self.disk.serve(arrive, ios, disk_bytes)
+        if not self.size_on_link:
+            own[1] += hop
+            own[2] += cost
+            own[3] += d_end - d_start
+            own[4] += d_start - arrive
+            own[5] += d_end - t - hop - cost - (d_end - arrive)
+            return d_end
+        link, per_flow = self.link, self.per_flow
+        l_start = max(d_start + d_seek, self.quiet, self.now, link.t)
+        # a copy (stage-in: key < 0) opens a connection of its own
+        conn = self.connection(hop) if key < 0 else self.connections[c]
+        flowing, ramp = conn.send(size, l_start) if hop else (size * per_flow, 0.0)
+        fl = Flow(l_start, size, flowing, d_end, t, hop, cost, d_start - arrive, d_seek,
+                  d_end - d_start - d_seek, ramp, own)  # fmt: skip
+        alone = l_start + size * self.per_bw
+        heap = self.heap
+        if not link.flows and (not heap or heap[0][0] >= alone):  # no flow can meet it
+            self.quiet = alone
+            return fl.finish(alone, per_flow)
+        return fl
+
+    def after(self, c: int, i: int, start: float, end: float, own: list[float]) -> float:
+        """A read's response after its requests: the cache's own read, what the kernel reads
+        ahead sent on (queued, not waited for), the client's CPU."""
+        size = self.nbytes[i]
+        if self.cache_state is not None:
+            end += self.c_rtt + size / self.c_rate
+            own[1] += self.c_rtt
+            own[5] += size / self.c_rate
+        elif self.ahead:
+            f, hop, server = self.files[i], self.hop_read, self.server
+            for pc in self.ahead[i]:
+                fl = self.remote(c, f, pc, start, hop, server, [0.0] * 6)
+                if fl.__class__ is Flow:
+                    self.send(fl)  # type: ignore[arg-type]
+        extra = self.cpu_req + self.cpu_mb * size / MB
+        own[0] += extra
+        return end + extra
+
+    def run(self, c: int, i: int, key: int, steps: tuple[Piece, ...], k: int, t: float,
+            start: float, hop: float, cost: float, own: list[float]) -> None:  # fmt: skip
+        """Request ``i``'s requests across the link in turn from the ``k``-th (a read's, a cold
+        cache's blocks, a stage-in's copy: ``key`` < 0), on to a flow it waits on (the rest
+        when its flow is off the link) or to its response."""
+        end: float | Flow = t
+        remote = self.remote
+        while k < len(steps):
+            end = remote(c, key, steps[k], end, hop, cost, own)  # type: ignore[arg-type]
+            k += 1
+            if end.__class__ is Flow:
+                end.c, end.i, end.then = c, i, (key, steps, k, start, hop, cost)  # type: ignore[union-attr]
+                self.send(end)  # type: ignore[arg-type]
+                return
+        self.respond(c, i, end if key < 0 else self.after(c, i, start, end, own), own)  # type: ignore[arg-type]
+
+    def send(self, fl: Flow) -> None:
+        """``fl`` on its way to the link: there at once if nothing happens before."""
+        heap = self.heap
+        if not heap or heap[0][0] >= fl.start:
+            self.link.arrive(fl.start, fl)
+            self.departures()
+            return
+        key = self.sent = self.sent + 1
+        self.arriving[key] = fl
+        heapq.heappush(heap, (fl.start, -2, key))
+
+    def respond(self, c: int, i: int, end: float, own: list[float]) -> None:
+        """Request ``i``'s response at ``end``: kept for the critical path, and the requests
+        that waited on it sent once nothing else holds them (their think time after)."""
+        self.own_of[c][i] = own
+        last, left = self.last, self.left
+        if end >= last[c][0]:
+            last[c] = (end, i)
+        if self.ops[i] == READ and end <= self.until:
+            self.got[c] += self.nbytes[i]
+        r, rem, who = self.ready[c], self.remaining[c], self.setter[c]
+        for j in self.dependents[i]:
+            if end >= r[j]:
+                r[j] = end
+                who[j] = i
+            rem[j] -= 1
+            if rem[j] == 0:
+                heapq.heappush(self.heap, (r[j] + self.before[j] * self.stretch, c, j))
+        left[c] -= 1
+        if not left[c]:
+            self.next_pass(c)
+
+    def next_pass(self, c: int) -> None:
+        """Client ``c``'s pass is over: kept, and within a fixed time the next one begins
+        (on its own copy, as the replayer runs them: cold, its connection kept)."""
+        n, lead = self.n, self.lead
+        end = self.last[c][0] + self.tail
+        self.walls[c].append(end - self.began[c])
+        if self.first[c] is None:
+            self.first[c] = (self.last[c], self.own_of[c], self.setter[c])
+        if end > self.until:
+            return
+        self.whole[c] += 1
+        self.got[c] = 0
+        self.began[c] = end
+        self.last[c] = (end + lead, -1)
+        self.own_of[c], self.setter[c] = [None] * n, [-1] * n
+        self.remaining[c], self.ready[c], self.left[c] = list(self.compiled.deps), [0.0] * n, n
+        self.paged[c], self.held[c], self.copied[c] = {}, set(), set()
+        before, stretch = self.before, self.stretch
+        for j in self.starts:
+            heapq.heappush(self.heap, (end + lead + before[j] * stretch, c, j))
+
+    def departures(self) -> None:
+        """The link's next departure as an event (made stale by any change to the link)."""
+        at = self.link.next_departure()
+        if at is not None:
+            heapq.heappush(self.heap, (at, -1, self.link.version))
