@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from instore.errors import InstoreError
 from instore.predict.disk import DiskRule
-from instore.predict.fit import fit_profile, payload_records, payload_wall
+from instore.predict.fit import fit_profile, payload_records
+from instore.predict.payload import payload_wall
 from instore.predict.profile import (
     Param,
     Profile,

@@ -26,8 +26,9 @@ from instore.errors import InstoreError
 from instore.filenames import choose_recording, recorded_traces
 from instore.predict.check import Check
 from instore.predict.compiled import Compiled, compile_trace
-from instore.predict.fit import conditions_of, cpu_of, payload_wall
+from instore.predict.fit import conditions_of
 from instore.predict.model import predict
+from instore.predict.payload import cpu_of, payload_wall
 from instore.predict.profile import Profile
 from instore.predict.scenario import Scenario
 from instore.replay.trace import load_trace
@@ -231,7 +232,7 @@ def _point_link(r: dict[str, Any]) -> tuple[float | None, float | None]:
 
 def check_held_out(profile: Profile, records: Sequence[dict[str, Any]]) -> list[Check]:
     """The caching section's direct (xrootd) points, none of them fitted on: each job's wall
-    as the profile retuned to the point's RTT and link explains it (``fit.payload_wall``: its
+    as the profile retuned to the point's RTT and link explains it (``payload.payload_wall``: its
     own CPU, its open's round trips, its reads), against its measured wall (medians over the
     point's jobs and repetitions)."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
