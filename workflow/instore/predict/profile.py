@@ -51,9 +51,11 @@ class Param:
 class Protocol:
     """What one access protocol costs per request: the server's time per request (beyond the
     round trip), whether a vector read is one request (False: one per chunk, in turn), the
-    largest read it sends (longer ones are split into requests in turn; None: no limit) and the
+    largest read it sends (longer ones are split into requests in turn; None: no limit), the
     bytes one read keeps in flight (a FUSE mount's readahead: its reads flow no faster than
-    that per round trip, however fast the link; None: only the TCP window binds)."""
+    that per round trip, however fast the link; None: only the TCP window binds) and the
+    largest piece its server reads from the disk at once (XrdHttp's 128 kB: each piece the page
+    cache lacks one disk request; None: a chunk's whole range at once)."""
 
     request_ms: Param
     vector: bool = True
@@ -61,10 +63,11 @@ class Protocol:
     # a payload job's open (ROOT's or uproot's: the header, the metadata) in round trips
     open_round_trips: Param | None = None
     in_flight_kb: Param | None = None
+    server_read_kb: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = {"request_ms": self.request_ms.as_dict(), "vector": self.vector,
-               "max_read_kb": self.max_read_kb}  # fmt: skip
+               "max_read_kb": self.max_read_kb, "server_read_kb": self.server_read_kb}  # fmt: skip
         if self.open_round_trips is not None:
             out["open_round_trips"] = self.open_round_trips.as_dict()
         if self.in_flight_kb is not None:
@@ -218,6 +221,7 @@ def from_dict(data: dict[str, Any], source: str | Path = "profile") -> Profile:
                 v.get("max_read_kb"),
                 _param(v["open_round_trips"]) if "open_round_trips" in v else None,
                 _param(v["in_flight_kb"]) if v.get("in_flight_kb") is not None else None,
+                v.get("server_read_kb"),
             )
             for name, v in data["protocols"].items()
         },

@@ -46,7 +46,7 @@ class Simulation:
         "clients", "compiled", "connected", "connections", "copied", "cpu_mb", "cpu_req",
         "dependents", "disk", "files", "first", "flow", "got", "heap", "held", "hop_read",
         "initial", "last", "lead", "left", "link", "local", "n", "nbytes", "now", "ops",
-        "origin_server", "own_of", "paged", "per_bw", "per_flow", "profile", "proto_name", "quiet",
+        "origin_server", "own_of", "paged", "per_bw", "per_flow", "piece", "profile", "proto_name", "quiet",
         "readahead", "reads", "ready", "remaining", "restart", "rtt", "sc", "sent", "server",
         "setter", "size_on_link", "speed", "staged", "starts", "stretch", "tail", "until", "walls",
         "whole",
@@ -81,6 +81,8 @@ class Simulation:
         servers = max(1, math.floor((profile.disk_parallel.value or 1.0) + 0.5))
         self.server = server = (proto.request_ms.value or 0.0) / 1000.0
         self.readahead = profile.readahead_kb * 1024
+        # the most the server reads from its disk at once (XrdHttp's 128 kB; 0: a run whole)
+        self.piece = int(proto.server_read_kb * 1024) if proto.server_read_kb else 0
         self.local = local = self.proto_name in LOCAL
         self.staged = self.proto_name == STAGE_IN
         cache = profile.xcache
@@ -247,7 +249,8 @@ class Simulation:
         the flows on it, a flow no faster than its window). Its response's time, or the
         ``Flow`` it waits on where other flows may share the link with it."""
         runs, size = pc
-        ios, disk_bytes = page_in(self.paged[c].setdefault(key, ([], [])), runs, self.readahead)
+        cached = self.paged[c].setdefault(key, ([], []))
+        ios, disk_bytes = page_in(cached, runs, self.readahead, self.piece)
         arrive = t + hop / 2 + cost
         d_start, d_seek, d_end = self.disk.serve(arrive, ios, disk_bytes)
         if not self.size_on_link:
