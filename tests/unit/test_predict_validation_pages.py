@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import lzma
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -168,6 +169,24 @@ def test_the_worst_are_explained_from_their_records() -> None:
     disk = replace(plain, measured_read_s=4.0, predicted_io_s=4.6)
     assert disk.why().endswith("account for +0.6 s and the time between them for -0.1 s: mostly "
                                "the reads: the storage served them faster than the profile says.")  # fmt: skip
+
+
+def test_a_point_measured_on_a_busy_host_says_its_clients_waited_for_a_core() -> None:
+    """lan-ssd's 64 HTTP clients on the fresh study of 9fa2734 (kept in docs/data): the host's
+    CPU was 86% busy, where the model came out 63% fast; their worst-case sentence had said
+    "the storage served them slower than the profile says", the wrong place to look."""
+    run = Path(__file__).parents[2] / "docs/data/trials/study-9fa2734"
+    with lzma.open(run / "lan-ssd-records.jsonl.xz", "rt") as f:
+        records = [json.loads(line) for line in f]
+    point = next(p for p in measured_points(records)
+                 if p["clients"] == 64 and p["protocol"] == "http")  # fmt: skip
+    assert point["host_cpu_busy"] == pytest.approx(0.86, abs=0.01)
+    fast = Check("lan-ssd", "load", "agc-load", "http", None, 64, 1, 2.511, 0.929, None, 0.5,
+                 "disk_queue", host_cpu_busy=point["host_cpu_busy"])  # fmt: skip
+    assert "the host's CPU was 86% busy during it (its 64 client(s)" in fast.why()
+    assert "a wait for a core, which the model does not count" in fast.why()
+    assert "busy" not in replace(fast, host_cpu_busy=0.5).why()
+    assert "busy" not in replace(fast, predicted_wall_s=3.0).why()  # predicted slow: not that
 
 
 def test_whole_passes_in_the_fixed_time_are_explained_as_a_step_not_as_think_time() -> None:

@@ -69,6 +69,7 @@ def measured_points(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         per_run = [w for rep in reps if (w := _fixed_time_wall(rep, fixed)) is not None]
         effs = [float(e) for r in rows
                 if isinstance(e := r.get("predicted_cpu_efficiency"), int | float)]  # fmt: skip
+        busy = [float(b) for r in rows if isinstance(b := r.get("host_cpu_busy"), int | float)]
         passes = [p for rep in reps if (p := _mean_passes(rep)) is not None] if fixed else []
         timed = [list(r["pass_walls_s"]) for r in rows if r.get("pass_walls_s")]
         if fixed and len(timed) == len(rows):  # every client timed a whole pass: its walls
@@ -84,6 +85,7 @@ def measured_points(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                     "read_s": _per_pass(rows, "read_time_s"),
                     "fixed_time_s": fixed,
                     "passes": statistics.median(passes) if passes else None,
+                    "host_cpu_busy": statistics.median(busy) if busy else None,
                     "cpu_efficiency": statistics.median(effs) if effs else None})  # fmt: skip
     return out
 
@@ -163,7 +165,8 @@ def check_site(profile: Profile, records: Sequence[dict[str, Any]],
                             p["cpu_efficiency"], pred.cpu_efficiency, pred.waits_on,
                             p["wall_lo_s"], p["wall_hi_s"], p["walls"], p["overshoot_s"],
                             p["read_s"], pred.wall_s - pred.breakdown.get("think", 0.0),
-                            p["fixed_time_s"], p["passes"], own if pred.passes else None))  # fmt: skip
+                            p["fixed_time_s"], p["passes"], own if pred.passes else None,
+                            p["host_cpu_busy"]))  # fmt: skip
     return checks, skipped
 
 
