@@ -285,6 +285,17 @@ def test_bad_hand_written_profile_is_one_line(tmp_path: Path, change: dict, says
         read_profile(path)
 
 
+def test_a_word_for_a_number_says_what_to_give_not_the_schema(tmp_path: Path) -> None:
+    """A value that is neither of a oneOf's kinds: the fix names them in words (it printed the
+    schema's JSON before)."""
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({**HAND, "parameters": {**HAND["parameters"], "rtt_ms": "twelve"}}))
+    with pytest.raises(InstoreError) as err:
+        read_profile(path)
+    assert "field parameters.rtt_ms" in str(err.value)
+    assert err.value.fix == "give a number of at least 0; or an object with value"
+
+
 def test_missing_profile_names_the_fit(tmp_path: Path) -> None:
     with pytest.raises(InstoreError) as err:
         site_profile(tmp_path, "lan-hdd")

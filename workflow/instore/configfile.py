@@ -95,6 +95,8 @@ def fix_for(error: jsonschema.ValidationError, schema_name: str) -> str:
     if kind == "additionalProperties":
         return _unknown_key_fix(error)
     fixes = {
+        "oneOf": f"give {_alternatives(value)}",
+        "anyOf": f"give {_alternatives(value)}",
         "required": f"add the missing field (see workflow/schemas/{schema_name}.schema.json)",
         "enum": f"use one of {', '.join(map(str, value)) if isinstance(value, list) else value}",
         "not": "remove the fields the schema forbids here",
@@ -106,6 +108,31 @@ def fix_for(error: jsonschema.ValidationError, schema_name: str) -> str:
         "minItems": f"give at least {value} item(s)",
     }
     return fixes.get(kind, f"fix the value ({kind} {value!r})")
+
+
+_ARTICLE = {"object": "an object", "array": "a list", "integer": "an integer"}
+
+
+def _one_kind(sub: Any) -> str:
+    """One alternative of a oneOf/anyOf in words: its type, bounds, values or required keys."""
+    if not isinstance(sub, dict):
+        return "a value"
+    if "enum" in sub:
+        return "one of " + ", ".join(map(str, sub["enum"]))
+    types = sub.get("type", "value")
+    kinds = [_ARTICLE.get(t, f"a {t}") for t in (types if isinstance(types, list) else [types])]
+    words = " or ".join(kinds)
+    if "minimum" in sub:
+        words += f" of at least {sub['minimum']}"
+    if sub.get("required"):
+        words += " with " + ", ".join(sub["required"])
+    return words
+
+
+def _alternatives(subschemas: Any) -> str:
+    """A oneOf/anyOf's alternatives in words, instead of the schema itself."""
+    subs = subschemas if isinstance(subschemas, list) else []
+    return "; or ".join(_one_kind(s) for s in subs) or "a value the schema allows"
 
 
 def where(error: jsonschema.ValidationError) -> str:
