@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 import uproot
 from instore.errors import InstoreError
+from instore.payload import runner
 from instore.payload.objects import RNTUPLE, TTREE, DataObject, choose
 from instore.payload.runner import ReadOptions, run_read
 
@@ -93,3 +95,79 @@ def test_the_object_option_and_the_one_line_for_neither(files: dict[str, Path], 
     bad = cli(*run, str(files["neither"]))
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
     assert "holds no TTree or RNTuple; it holds:" in json.loads(bad.stdout)["error"]
+
+
+class _Unpicklable(Exception):
+    def __init__(self, text: str, handle: object) -> None:
+        super().__init__(text)
+        self.handle = handle
+
+    def __reduce__(self):  # as an error holding a live C++ object or a lock would
+        raise TypeError("cannot pickle")
+
+
+def _choose_here(url: str, name: str | None, timeout: float, via_root: bool) -> DataObject:
+    """Stands for objects.choose: says which process it ran in."""
+    if "unpicklable" in url:
+        raise _Unpicklable("the server said no", object())
+    if "refused" in url:
+        raise InstoreError(f"{url}: refused", "renew it")
+    return DataObject(str(os.getpid()), TTREE)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_remote_files_object_is_chosen_in_another_process_so_no_connection_outlives_it(
+    monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    """The choice before the clock connects to the server (and logs in, and authenticates);
+    made in this process, the job's own open would reuse that connection, as no job on a
+    worker can. A local file is chosen here: it has no connection to keep."""
+    monkeypatch.setattr(runner.objects, "choose", _choose_here)
+    remote, err = runner.choose_object(ReadOptions("root://storage.invalid//f.root", engine))
+    assert err is None and remote is not None and int(remote.path) != os.getpid()
+    local, err = runner.choose_object(ReadOptions("/data/f.root", engine))
+    assert err is None and local is not None and int(local.path) == os.getpid()
+
+
+def test_an_error_choosing_in_the_other_process_comes_back_as_its_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(runner.objects, "choose", _choose_here)
+    _, err = runner.choose_object(ReadOptions("root://refused.invalid//f.root"))
+    assert isinstance(err, InstoreError) and err.fix == "renew it"
+    assert str(err) == "root://refused.invalid//f.root: refused -- renew it"
+    _, err = runner.choose_object(ReadOptions("root://unpicklable.invalid//f.root"))
+    assert str(err) == "_Unpicklable: the server said no"
+
+
+def test_an_endpoint_that_resets_the_connection_is_not_called_a_corrupt_file() -> None:
+    """HTTP pointed at a port whose server speaks another protocol (or drops the connection):
+    the HTTP client raises its own ProtocolError around the reset. Said as the connection's
+    failure with the endpoint to check, not as a file to regenerate."""
+    import socket
+    import struct
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def reset_each() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.recv(1024)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()  # an RST, as a server of another protocol sends
+
+    threading.Thread(target=reset_each, daemon=True).start()
+    try:
+        port = server.getsockname()[1]
+        with pytest.raises(InstoreError) as err:
+            choose(f"http://127.0.0.1:{port}/data/f.root", None, timeout=5)
+    finally:
+        server.close()
+    assert "the connection failed" in str(err.value), str(err.value)
+    assert "corrupt" not in str(err.value) and "host, port and protocol" in err.value.fix

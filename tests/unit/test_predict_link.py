@@ -7,10 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from instore.access import XROOTD
 from instore.predict.compiled import compile_trace
 from instore.predict.link import Flow, SharedLink
 from instore.predict.model import predict
-from instore.predict.profile import Param
+from instore.predict.profile import CONNECT_ROUND_TRIPS, Param
 from instore.predict.scenario import Scenario
 from instore.replay.trace import load_trace
 
@@ -65,15 +66,16 @@ def test_a_fixed_time_is_replayed_pass_after_pass_on_cold_copies_its_connection_
     tmp_path: Path,
 ) -> None:
     """Each pass reads its own copy from a cold disk (every read a disk request again), on the
-    connection the client keeps (no second connecting round trip): the passes after the first
-    are one RTT shorter, and the whole ones within the fixed time are the model's pass walls."""
+    connection the client keeps (no second connection: XRootD's TCP handshake, handshake and
+    login): the passes after the first are three RTTs shorter, and the whole ones within the
+    fixed time are the model's pass walls."""
     c = compile_trace(load_trace(write_trace(tmp_path, small_reads(20), think=0.01)))
     p = profile(rtt_ms=Param(10.0, "given"), disk_random_ms=Param(5.0, "given"),
                 tcp_window_kb=FULL_WINDOW)  # fmt: skip
     first = predict(c, p).wall_s
     fixed = predict(c, p, Scenario(until_s=3.5 * first))
     assert fixed.wall_s == pytest.approx(first)  # the first pass, as alone
-    later = first - 0.010
+    later = first - CONNECT_ROUND_TRIPS[XROOTD] * 0.010
     assert fixed.pass_walls == pytest.approx([first, later, later])
     assert 3.0 < fixed.passes < 4.0  # three whole passes and a share of the fourth's bytes
     assert predict(c, p, Scenario(until_s=0.5 * first)).pass_walls == []  # none whole

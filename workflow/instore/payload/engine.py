@@ -43,9 +43,11 @@ class ClientOptions:
 
 
 class Engine(Protocol):
-    def prepare(self, fmt: str | None) -> None:
+    def prepare(self, fmt: str | None, url: str | None = None) -> None:
         """Load libraries, compile and run the read path once on a tiny file: start-up is not
-        I/O. ``fmt`` is the format about to be read (None: not known)."""
+        I/O. ``fmt`` is the format about to be read (None: not known); ``url`` the file about to
+        be read: its client's libraries and lookups too, without connecting to its server
+        (None: not known)."""
 
     def set_threads(self, threads: int, mode: str | None) -> None:
         """Set the process up for a job of ``threads`` threads in ``mode`` (one of the spec's

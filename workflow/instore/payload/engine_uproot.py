@@ -22,6 +22,7 @@ from instore.payload.objects import RNTUPLE, DataObject
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult, OpenClock
 from instore.storage.source import source_class
+from instore.urls import is_xrootd
 
 
 def _steps(tree: object, first: int, stop: int, step_bytes: int) -> list[tuple[int, int]]:
@@ -81,9 +82,11 @@ def _ntuple_read(ntuple: Any, pattern: Pattern) -> tuple[Any, ...]:
     return names, chosen, events, needed
 
 
-def prepare(fmt: str | None) -> None:
-    """One read path for TTree and RNTuple alike."""
+def prepare(fmt: str | None, url: str | None = None) -> None:
+    """One read path for TTree and RNTuple alike; the XRootD client's module for root://."""
     warm_up()
+    if url is not None and is_xrootd(url):
+        import XRootD.client  # noqa: F401  (uproot imports it at its first open)
 
 
 def set_threads(threads: int, mode: str | None) -> None:

@@ -56,10 +56,34 @@ def open_file(url: str, **options: Any) -> Any:
             "check the endpoint is up and the path exists",
         ) from err
     except Exception as err:  # uproot raises plain ValueError/KeyError on bad headers
+        broken = connection_failure(err)
+        if broken is not None:  # an HTTP client's ProtocolError around a reset: not the file
+            raise InstoreError(
+                f"{url}: the connection failed ({type(broken).__name__}: {broken})".splitlines()[0],
+                "check the endpoint's host, port and protocol: a server of that protocol must "
+                "listen there",
+            ) from err
         raise InstoreError(
             f"{url}: not a readable ROOT file ({type(err).__name__}: {err})".splitlines()[0],
             "regenerate or re-copy the file; it may be truncated or corrupt",
         ) from err
+
+
+def connection_failure(err: BaseException, depth: int = 4) -> BaseException | None:
+    """The connection error inside ``err`` (its cause, context or arguments), if any: HTTP
+    clients wrap a reset or a reply in another protocol in errors of their own."""
+    import http.client
+
+    if isinstance(err, ConnectionError | http.client.HTTPException):
+        return err
+    if depth == 0:
+        return None
+    inner = [err.__cause__, err.__context__, *(a for a in err.args if isinstance(a, BaseException))]
+    for e in inner:
+        found = connection_failure(e, depth - 1) if e is not None else None
+        if found is not None:
+            return found
+    return None
 
 
 def classnames(file: Any, url: str) -> dict[str, str]:

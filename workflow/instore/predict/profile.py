@@ -16,11 +16,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from instore.access import XCACHE, XROOTD
+from instore.access import HTTP, XCACHE, XROOTD
 from instore.errors import InstoreError
 from instore.predict.tcp import INITIAL_WINDOW_BYTES
 
 PROFILE_VERSION = 1
+# The round trips a client's first request to a server waits for before its own: a TCP
+# connection, and for XRootD its handshake with kXR_protocol and its kXR_login (measured on the
+# emulated WAN, 2026-11-29: a job's first open off CPU took 3 round trips more than an open on
+# a connection already made); plain HTTP's request follows the TCP handshake. A profile's
+# protocol may say otherwise (``connect_round_trips``: TLS adds one or two, an authentication
+# protocol more).
+CONNECT_ROUND_TRIPS = {XROOTD: 3.0, HTTP: 1.0}
 INITIAL_WINDOW_SOURCE = "default: Linux's initial window, 10 segments of 1448 bytes"
 SLOW_START_AFTER_IDLE_SOURCE = "default: Linux's net.ipv4.tcp_slow_start_after_idle = 1"
 FILE_NAME = "profile.json"
@@ -64,10 +71,21 @@ class Protocol:
     open_round_trips: Param | None = None
     in_flight_kb: Param | None = None
     server_read_kb: float | None = None
+    # round trips a new connection waits before its first request (None: CONNECT_ROUND_TRIPS)
+    connect_round_trips: float | None = None
+
+    def connect_trips(self, name: str) -> float:
+        """The round trips connecting costs over protocol ``name`` (this protocol's own, else
+        the protocol's usual, else one)."""
+        if self.connect_round_trips is not None:
+            return float(self.connect_round_trips)
+        return CONNECT_ROUND_TRIPS.get(name, 1.0)
 
     def as_dict(self) -> dict[str, Any]:
         out = {"request_ms": self.request_ms.as_dict(), "vector": self.vector,
                "max_read_kb": self.max_read_kb, "server_read_kb": self.server_read_kb}  # fmt: skip
+        if self.connect_round_trips is not None:
+            out["connect_round_trips"] = self.connect_round_trips
         if self.open_round_trips is not None:
             out["open_round_trips"] = self.open_round_trips.as_dict()
         if self.in_flight_kb is not None:
@@ -222,6 +240,7 @@ def from_dict(data: dict[str, Any], source: str | Path = "profile") -> Profile:
                 _param(v["open_round_trips"]) if "open_round_trips" in v else None,
                 _param(v["in_flight_kb"]) if v.get("in_flight_kb") is not None else None,
                 v.get("server_read_kb"),
+                v.get("connect_round_trips"),
             )
             for name, v in data["protocols"].items()
         },

@@ -43,7 +43,7 @@ class Simulation:
 
     __slots__ = (
         "ahead", "arriving", "before", "began", "block", "blocks", "c_rate", "c_rtt", "cache_state",
-        "clients", "compiled", "connected", "connections", "copied", "cpu_mb", "cpu_req",
+        "clients", "compiled", "connect", "connected", "connections", "copied", "cpu_mb", "cpu_req",
         "dependents", "disk", "files", "first", "flow", "got", "heap", "held", "hop_read",
         "initial", "last", "lead", "left", "link", "local", "n", "nbytes", "now", "ops",
         "origin_server", "own_of", "paged", "per_bw", "per_flow", "piece", "profile", "proto_name", "quiet",
@@ -80,6 +80,7 @@ class Simulation:
         # 16 at once; a ratio within noise of 1 (1.0002 on a throttled spindle) is one server
         servers = max(1, math.floor((profile.disk_parallel.value or 1.0) + 0.5))
         self.server = server = (proto.request_ms.value or 0.0) / 1000.0
+        self.connect = proto.connect_trips(self.proto_name)  # round trips before a first request
         self.readahead = profile.readahead_kb * 1024
         # the most the server reads from its disk at once (XrdHttp's 128 kB; 0: a run whole)
         self.piece = int(proto.server_read_kb * 1024) if proto.server_read_kb else 0
@@ -229,7 +230,7 @@ class Simulation:
             self.run(c, i, -1 - f, ((((0, size),), size),), 0, t + rtt, t, rtt, self.server, own)
             return
         if op == OPEN and not local and not staged:
-            trips = 1 if self.connected[c] else 2  # a client's first open connects first
+            trips = 1 if self.connected[c] else 1 + self.connect  # its first open connects first
             self.connected[c] = True
             hop = self.c_rtt if self.cache_state is not None else rtt
             end = t + trips * hop + self.server
