@@ -398,3 +398,15 @@ def test_reads_after_a_pause_ramp_up_again_unless_the_server_keeps_its_window(
     data = wan.as_dict()
     del data["parameters"]["tcp_slow_start_after_idle"]
     assert from_dict(data).tcp_slow_start_after_idle.value == 1.0
+
+
+def test_a_profiles_own_connect_round_trips_replace_the_protocols_usual(tmp_path: Path) -> None:
+    """A site whose XRootD connection costs more (a TLS or GSI handshake's round trips) says so
+    in its profile; a profile without it gets XRootD's 3, and its file keeps what it said."""
+    c = compile_trace(load_trace(write_trace(tmp_path, [[(0, 4096)]])))
+    usual = predict(c, profile())
+    slow = profile(protocols={"xrootd": Protocol(Param(0.0, "given"), connect_round_trips=5.0)})
+    assert predict(c, slow).wall_s - usual.wall_s == pytest.approx(2 * 0.010, rel=1e-6)
+    again = from_dict(json.loads(json.dumps(slow.as_dict())))
+    assert again.protocols["xrootd"].connect_round_trips == 5.0
+    assert profile().protocols["xrootd"].connect_trips("xrootd") == CONNECT_ROUND_TRIPS[XROOTD]
