@@ -120,10 +120,20 @@ def wait_until(sweep: subprocess.Popen[str], done: Callable[[], object], what: s
         time.sleep(0.02)
 
 
+def reading(sweep: subprocess.Popen[str]) -> bool:
+    """A job of the sweep keeps a connection to the storage for 0.2 s, as a job reading does
+    (about a second here); the child a job chooses its object in before its clock
+    (``runner.choose_object``) holds one for a few milliseconds, then the job connects anew."""
+    if not payloads(sweep):
+        return False
+    time.sleep(0.2)
+    return bool(payloads(sweep))
+
+
 def wait_for_second_point(sweep: subprocess.Popen[str], results: Path) -> None:
     """Until point 1 is recorded and a job of point 2 reads from the site."""
     wait_until(sweep, (results / SITE / "records.jsonl").exists, "first point's records")
-    wait_until(sweep, lambda: payloads(sweep), "job of the second point")
+    wait_until(sweep, lambda: reading(sweep), "job of the second point")
 
 
 def sweep_with_fault(
