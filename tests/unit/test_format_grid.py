@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 from instore.errors import InstoreError
+from instore.site.dataset.model import Dataset
 from instore.study import SECTIONS, expand, load_study
 from instore.study.config import DEFAULT_STUDY
 from instore.study.grid import Point
 from instore.sweep.jobs import job_argv
-from instore.sweep.plan import engine_skip_reason
+from instore.sweep.plan import Inputs, engine_skip_reason
 
 FILES = {"size_mb": 16, "replicas": 8, "seed": 1, "cluster_mb": 4}
 
@@ -65,6 +66,20 @@ def test_format_points_read_their_layouts_file_with_the_cache_knob() -> None:
     assert argv[2] == "root://h//rntuple-r0.root"
     assert argv[argv.index("--cache-mb") + 1] == "0.0"  # cluster cache off
     assert "--cache-mb" not in Point("format", layout="rntuple").read_args()  # default: on
+
+
+def test_a_sweeps_jobs_name_the_format_of_its_own_files_but_not_of_a_sites_dataset() -> None:
+    study = load_study(DEFAULT_STUDY)
+    rntuple, tree = Point("format", layout="rntuple"), Point("format", layout="unordered")
+    assert Inputs(study).object_format(rntuple) == "rntuple"
+    assert Inputs(study).object_format(tree) == "ttree"
+    argv = job_argv(rntuple, "root://h//rntuple-r0.root", "events", Path("/tmp"),
+                    object_format="rntuple")  # fmt: skip
+    assert argv[argv.index("--tree") + 1] == "events"
+    assert argv[argv.index("--format") + 1] == "rntuple"
+    assert "--format" not in job_argv(tree, "/d/unordered-r0.root", "events", Path("/tmp"))
+    dataset = Inputs(study, dataset=object.__new__(Dataset))  # its files may hold either
+    assert dataset.object_format(rntuple) is None
 
 
 def _study_with_layouts(tmp_path: Path, layouts: list[str]) -> Path:

@@ -97,6 +97,45 @@ def test_the_object_option_and_the_one_line_for_neither(files: dict[str, Path], 
     assert "holds no TTree or RNTuple; it holds:" in json.loads(bad.stdout)["error"]
 
 
+def test_a_named_object_with_its_format_is_read_without_opening_the_file_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sweep knows what its own files hold: its jobs name the object and its format, and
+    open the file only on their clock, as an analysis job does (no connection before it, no
+    block of a cold site cache filled by a look at the file)."""
+
+    def opened(*_: object) -> DataObject:
+        raise AssertionError("the file was opened to choose the object")
+
+    monkeypatch.setattr(runner.objects, "choose", opened)
+    for url in ("root://storage.invalid//f.root", "/data/f.root"):
+        known = ReadOptions(url, "uproot", tree="analysis/nominal", object_format=RNTUPLE)
+        assert runner.choose_object(known) == (DataObject("analysis/nominal", RNTUPLE), None)
+    with pytest.raises(InstoreError, match="--format needs the object's path"):
+        ReadOptions("/data/f.root", object_format=TTREE)
+    with pytest.raises(InstoreError, match="unknown object format 'parquet'"):
+        ReadOptions("/data/f.root", tree="t", object_format="parquet")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_named_object_and_format_read_as_the_chosen_one_is(
+    files: dict[str, Path], engine: str
+) -> None:
+    chosen = run_read(ReadOptions(str(files["mixed"]), engine, tree="ntuple", cache_bytes=0))
+    named = ReadOptions(str(files["mixed"]), engine, "ntuple", RNTUPLE, cache_bytes=0)
+    told = run_read(named)
+    a, b = chosen.as_dict(), told.as_dict()
+    assert a["error"] is None and b["error"] is None, (a["error"], b["error"])
+    for key in ("format", "object_name", "events", "bytes_needed", "bytes_read", "read_calls"):
+        assert a[key] == b[key], key
+    for path, told, line in (
+        ("ntuple", TTREE, "the object at 'ntuple' is a ROOT::RNTuple, not a TTree -- give --format rntuple"),
+        ("tree", RNTUPLE, "the object at 'tree' is a TTree, not an RNTuple -- give --format ttree"),
+    ):  # fmt: skip
+        wrong = run_read(ReadOptions(str(files["mixed"]), engine, path, told, cache_bytes=0))
+        assert wrong.error is not None and line in wrong.error, wrong.error
+
+
 class _Unpicklable(Exception):
     def __init__(self, text: str, handle: object) -> None:
         super().__init__(text)

@@ -11,6 +11,7 @@ from instore.payload.engine_uproot import UprootKnobs
 from instore.payload.pattern import ENTRY_MODES, Pattern
 from instore.payload.runner import ENGINES, STAGE_IN_TOOLS, ReadOptions, run_read
 from instore.payload.specs import MT_MODES
+from instore.vocabulary import FORMATS
 
 _D = UprootKnobs()
 
@@ -37,6 +38,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         dest="tree",
         help="the TTree or RNTuple to read: its name, or its path in the file (analysis/nominal); "
         "default: the largest TTree or RNTuple, TDirectories searched",
+    )
+    p.add_argument(
+        "--format",
+        dest="object_format",
+        choices=FORMATS,
+        help="the object's format, when the caller knows it: with --tree giving its path, the "
+        "job opens the file once, on its clock, as an analysis job does (default: the file is "
+        "first opened before the clock to find the object)",
     )
     pat = p.add_argument_group("access pattern")
     pat.add_argument(
@@ -147,6 +156,7 @@ def options_from_args(args: argparse.Namespace) -> ReadOptions:
         url=args.url,
         engine=args.engine,
         tree=args.tree,
+        object_format=args.object_format,
         pattern=Pattern(args.branches, args.entries, args.entry_mode, args.cpu_us),
         cache_bytes=None if args.cache_mb is None else int(args.cache_mb * 2**20),
         readahead_bytes=None if args.readahead_kb is None else args.readahead_kb * 1024,

@@ -34,7 +34,7 @@ import pandas as pd
 from instore.errors import InstoreError
 from instore.payload.engine import ClientOptions
 from instore.payload.maps import basket_frame
-from instore.payload.objects import DataObject
+from instore.payload.objects import DataObject, check_format, root_class_name
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult, OpenClock
 from instore.payload.threads import CLUSTER, split_clusters, threads_note
@@ -78,6 +78,8 @@ def _job(f: Any, url: str, obj: DataObject, cluster_cache: int) -> Any:
         raise InstoreError(f"{url}: {problem}", NO_HTTP_FIX)
     job = declare("payload_rntuple").NtupleJob(f, obj.path, cluster_cache)
     if job.error or not job.reader:
+        if found := f.Get(obj.path):  # the failure's own cause: an object of another kind?
+            check_format(url, obj, root_class_name(found))
         raise InstoreError(
             f"{url}: cannot read the RNTuple {obj.path!r} ({_first_line(job.error)})",
             "the file may be truncated or corrupt; regenerate or re-copy it",

@@ -21,7 +21,7 @@ from instore.errors import InstoreError
 from instore.payload import engine_rntuple
 from instore.payload.engine import ClientOptions
 from instore.payload.maps import basket_frame
-from instore.payload.objects import RNTUPLE, DataObject
+from instore.payload.objects import RNTUPLE, DataObject, check_format, root_class_name
 from instore.payload.pattern import Pattern, bytes_needed, entry_selection, select_branches
 from instore.payload.result import EngineResult, OpenClock
 from instore.payload.threads import CLUSTER, IMPLICIT, split_clusters, threads_note
@@ -71,7 +71,9 @@ def _open(url: str) -> Any:
 
 def _get_tree(f: Any, url: str, obj: DataObject) -> Any:
     tree = f.Get(obj.path)
-    if not tree or not tree.InheritsFrom("TTree"):
+    if tree and not (hasattr(tree, "InheritsFrom") and tree.InheritsFrom("TTree")):
+        check_format(url, obj, root_class_name(tree))
+    if not tree:
         raise InstoreError(
             f"{url}: ROOT finds no TTree at {obj.path!r}",
             "the file may be truncated or corrupt; regenerate or re-copy it",

@@ -103,6 +103,7 @@ def run(url: str, obj: DataObject, pattern: Pattern, client: ClientOptions) -> E
     file = objects.open_file(url, handler=handler, **_executors(client.threads))
     with file:
         data = objects.get(file, url, obj)
+        objects.check_format(url, obj, data.classname)
         open_s, open_cpu_s = t0.since()
         open_reads = len(handler.instances[0].reads)  # the reads its open made
         try:

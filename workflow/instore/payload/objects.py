@@ -40,6 +40,28 @@ def format_of(classname: str) -> str | None:
     return None
 
 
+_SHOWN = {TTREE: "a TTree", RNTUPLE: "an RNTuple"}
+
+
+def check_format(url: str, obj: DataObject, classname: str) -> None:
+    """Raise the one line for an object of another kind than the job was told (``--format``)."""
+    found = format_of(classname)
+    if found == obj.format:
+        return
+    raise InstoreError(
+        f"{url}: the object at {obj.path!r} is a {classname}, not {_SHOWN[obj.format]}",
+        f"give --format {found}, or leave --format out"
+        if found is not None
+        else "give the path of a TTree or an RNTuple (--tree), or leave it out",
+    )
+
+
+def root_class_name(found: Any) -> str:
+    """ROOT's class of an object ``TFile::Get`` returned: a TObject's, or the C++ type's (an
+    RNTuple's anchor is no TObject)."""
+    return str(found.ClassName()) if hasattr(found, "ClassName") else type(found).__cpp_name__
+
+
 def open_file(url: str, **options: Any) -> Any:
     """``uproot.open`` with every failure turned into one line with a fix."""
     import uproot

@@ -126,7 +126,10 @@ def job_argv(
     trace: Path | None = None,
     job_timeout_s: float | None = None,
     pass_urls: Sequence[str] = (),
+    object_format: str | None = None,
 ) -> tuple[str, ...]:
+    """The job's command line; ``object_format`` (with ``tree``, the object's path) spares the
+    job opening its file before the clock to find the object."""
     if point.trace is not None:
         if trace is None:
             raise ValueError("a replay point's job needs its trace's directory")
@@ -134,6 +137,8 @@ def job_argv(
         timeout = replay_request_timeout(job_timeout_s)
         return replay_argv(point, url, trace.resolve(), start_at, timeout, pass_urls)
     argv = ["instore", "read", url, "--tree", tree, *point.read_args()]
+    if object_format is not None:
+        argv += ["--format", object_format]
     if start_at is not None:
         argv += ["--start-at", f"{start_at:.3f}"]
     if point.protocol == STAGE_IN:

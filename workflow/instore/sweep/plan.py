@@ -71,13 +71,20 @@ class Inputs:
         """The object the point's jobs read: the dataset's, else the one its file set holds."""
         return self.dataset.tree if self.dataset is not None else self.study.tree_of(point.fileset)
 
+    def object_format(self, point: Point) -> str | None:
+        """The format of the object the point's jobs read, where the study knows it (its own
+        files: the layout's); None for a site's own dataset, whose jobs find it out."""
+        if self.dataset is not None:
+            return None
+        return RNTUPLE if point.layout in RNTUPLE_LAYOUTS else TTREE
+
     def formats(self, points: Iterable[Point]) -> tuple[str, ...]:
         """The object formats (TTree, RNTuple) the points' jobs read, in the vocabulary's
         order: a layout's, or every format for a site's own dataset (its files may hold
         either)."""
         if self.dataset is not None:
             return FORMATS
-        read = {RNTUPLE if p.layout in RNTUPLE_LAYOUTS else TTREE for p in points}
+        read = {self.object_format(p) for p in points}
         return tuple(f for f in FORMATS if f in read)
 
 

@@ -249,6 +249,8 @@ def _warm_up(run: SweepRun, point: Point) -> tuple[float, float]:
     engine = payload_engine(point)
     argv = ("instore", "read", url, "--tree", run.inputs.tree(point),
             "--entries", "0.01", "--engine", engine)  # fmt: skip
+    if (fmt := run.inputs.object_format(point)) is not None:
+        argv += ("--format", fmt)
     job = Job("warm-up", 0, 0, argv, run.target, run.access, run.startup,
               opts.study.timeout_s, retries=0, launch=opts.launch, engine=engine)  # fmt: skip
     future = run.client.submit(run_job, job, time.time(), workers=[run.workers[0]], pure=False)
@@ -307,6 +309,7 @@ def _run_point(run: SweepRun, point: Point, key: str, repaired: str | None) -> l
                 opts.trace(point.trace) if point.trace else None,
                 opts.study.timeout_s,
                 later[j],
+                run.inputs.object_format(point),
             ),
             target=run.target,
             access=run.access,
