@@ -67,6 +67,8 @@ def validation(reference: Path = REFERENCE) -> str:
     if run.get("predicted_by"):
         by = run["predicted_by"]
         which += f", predicted by the model of commit `{by['commit']}` ({by['how']})"
+    else:
+        which += ", predicted as exported (from the profiles the run fitted)"
     out = "### Against the study's measured replay and load points\n\n"
     points = pd.read_csv(reference / "points.csv")
     measured = points[points["section"].isin(TRACE_SECTIONS)]
