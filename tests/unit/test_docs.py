@@ -131,6 +131,42 @@ def test_the_hand_written_pages_quote_the_reference_runs_figures() -> None:
     assert f"drifted up to {read:.0%}, and the CPU loop up to {cpu:.1%}" in method
 
 
+# a commit, then in the same sentence "the reference (run) now", "[reference run](...)'s now"
+REFERENCE_NOW = re.compile(
+    r"\b([0-9a-f]{7})\b[^.]{0,120}?\breference(?: run)?(?:\]\(study-results\.md\))?(?:'s)? now\b"
+)
+
+
+def test_no_hand_written_page_calls_an_older_run_the_reference_run_now() -> None:
+    """A run a hand-written page says is the reference run "now" is the one in docs/data/reference
+    (predict.md said so of 9231a8c and of b7863c0 after each had been replaced; the measurement
+    log, a record of each day, is left as written)."""
+    run = _reference_run()
+    pages = [REPO / "README.md", *(p for p in DOCS.glob("*.md") if p.name not in {
+        "study-file.md", "site-file.md", "commands.md", "results.md", "study-results.md",
+        "measurement-log.md"})]  # fmt: skip
+    said = {(p.name, m.group(1)) for p in pages
+            for m in REFERENCE_NOW.finditer(" ".join(p.read_text().split()))}  # fmt: skip
+    assert {(page, commit) for page, commit in said if commit != run["commit"]} == set()
+    assert REFERENCE_NOW.search("**The run of b7863c0** (2026-11-28, the [reference run]"
+                                "(study-results.md) now; its traces")  # fmt: skip
+    assert REFERENCE_NOW.search("of 9231a8c (2026-11-28, the reference now, on the same VM)")
+    assert not REFERENCE_NOW.search("of 9231a8c (2026-11-28, the reference run then, on it)")
+
+
+def test_the_results_page_calls_no_older_run_the_reference_run() -> None:
+    """bench/launch_results.json names the run its full-profile sweep figures are of "the
+    reference run (docs/data/reference)"; once another run is there, the page names the run
+    it was, and where it is kept."""
+    run = _reference_run()
+    text = " ".join((DOCS / "results.md").read_text().split())
+    named = re.findall(r"the reference run \(docs/data/reference\), commit `([0-9a-f]+)`", text)
+    assert set(named) <= {run["commit"]}
+    for commit in re.findall(r"the reference run when they were measured \(.*?, commit `([0-9a-f]+)`",
+                             text):  # fmt: skip
+        assert commit != run["commit"] and f"docs/data/trials/study-{commit}" in text
+
+
 # --- every `instore ...` line of the hand-written pages and the README parses ----------------
 
 HAND_WRITTEN = sorted(

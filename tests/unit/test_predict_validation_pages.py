@@ -128,11 +128,12 @@ def test_a_load_points_wall_is_the_fixed_time_over_its_clients_mean_passes() -> 
 
 
 def test_a_load_point_whose_clients_timed_whole_passes_is_measured_by_them() -> None:
-    """The reference run of b7863c0: the WAN's 16 clients made 3.15 passes each over xrootd and
-    4.0 over https, in the same 10 s, one pass taking about 2.5 s: the fixed time over the
-    passes moved by a whole step (3.17 s against 2.5 s) for a pass a few percent longer. Where
-    every client timed a whole pass, the point's wall is their passes' median wall; a client
-    cut in its first pass leaves the point on the fixed time's count."""
+    """The run of b7863c0 (the reference run until 2026-11-29, docs/data/trials/study-b7863c0):
+    the WAN's 16 clients made 3.15 passes each over xrootd and 4.0 over https, in the same 10 s,
+    one pass taking about 2.5 s: the fixed time over the passes moved by a whole step (3.17 s
+    against 2.5 s) for a pass a few percent longer. Where every client timed a whole pass, the
+    point's wall is their passes' median wall; a client cut in its first pass leaves the point
+    on the fixed time's count."""
 
     def client(key: str, job: int, walls: list[float], passes: float) -> dict:
         return _replay(key, "t", 10.0 / passes, job=job, section="load", passes=passes,
@@ -190,10 +191,11 @@ def test_a_point_measured_on_a_busy_host_says_its_clients_waited_for_a_core() ->
 
 
 def test_whole_passes_in_the_fixed_time_are_explained_as_a_step_not_as_think_time() -> None:
-    """The reference run of b7863c0: lan-hdd's one client made 10 whole passes in 10 s, the
-    next one having read none of its bytes (its lead-in is think time), so its wall per pass,
-    1.0 s, is a bound; the model's own pass took 1.14 s, which the fixed time counts as 8.15
-    passes (1.23 s, +23%). The Results page blamed the replay's think time; it names the step."""
+    """The run of b7863c0 (the reference run until 2026-11-29, docs/data/trials/study-b7863c0):
+    lan-hdd's one client made 10 whole passes in 10 s, the next one having read none of its
+    bytes (its lead-in is think time), so its wall per pass, 1.0 s, is a bound; the model's own
+    pass took 1.14 s, which the fixed time counts as 8.15 passes (1.23 s, +23%). The Results
+    page blamed the replay's think time; it names the step."""
     step = Check("lan-hdd", "load", "agc-load", "xrootd", None, 1, 1, 1.0, 1.227, None, 0.6,
                  "disk", measured_read_s=0.368, predicted_io_s=0.471, fixed_time_s=10.0,
                  passes=10.0, predicted_pass_s=1.143)  # fmt: skip
