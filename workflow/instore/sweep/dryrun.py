@@ -299,10 +299,15 @@ def dry_run(
             plan.measurements += todo
             plan.most += max(rule.max - already, 0)
             due = (todo, max(rule.max - already, 0))
-            plan.seconds += _seconds(point, site.name, ref, due)
-            for name in elsewhere:
-                at = plan.at_reference
-                at[name] = at.get(name, 0.0) + _seconds(point, name, ref, due)
+            at = {name: _seconds(point, name, ref, due) for name in elsewhere}
+            for name, seconds in at.items():
+                plan.at_reference[name] = plan.at_reference.get(name, 0.0) + seconds
+            # a site the reference did not measure: the mean of its sites' estimates, so it
+            # lies within their span (pooling their points let the sites with more points
+            # pull it to an end); its own time where it measured the section before
+            own_time = (site.name, section) in ref.walls
+            plan.seconds += (statistics.mean(at.values()) if at and not own_time
+                             else _seconds(point, site.name, ref, due))  # fmt: skip
             plan.clients = max(plan.clients, point.jobs)
     upload = (study_files(study, data)
               if site.upload and not site.emulated and not site.dataset else [])  # fmt: skip
