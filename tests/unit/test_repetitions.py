@@ -18,6 +18,7 @@ from instore.study.config import Repetitions
 from instore.summary.interval import median_interval
 from instore.sweep import runner
 from instore.sweep.adaptive import Run, decide, run_of
+from instore.sweep.dryrun import runs_at_most
 from instore.sweep.noise import NoiseMonitor
 from instore.sweep.options import SweepOptions, SweepSummary
 from instore.sweep.plan import plan
@@ -50,6 +51,26 @@ def test_a_noisy_point_goes_on_to_max() -> None:
     assert _stops_after(ADAPTIVE, NOISY) == 5
     assert "cap of 5 reached" in decide(ADAPTIVE, _runs(NOISY[:5])).reason
     assert decide(ADAPTIVE, _runs(NOISY[:3])).more
+
+
+def test_a_budget_lets_a_cheap_noisy_point_go_on_and_stops_a_costly_one() -> None:
+    """The lan-ssd points that ended wider than 5% at a cap of 8 runs were sub-second: a budget
+    of job time lets them run on, while a point of seconds stops when its runs reach it."""
+    rule = Repetitions(2, 24, 0.05, budget_s=8)
+    cheap = [0.5 * v for v in NOISY * 4]  # 0.4-0.75 s, as noisy as ever
+    assert _stops_after(rule, cheap) == 15  # 15 runs reach 8 s (8 stopped them at the cap)
+    assert "budget of 8 s spent (8.2 s)" in decide(rule, _runs(cheap[:15])).reason
+    costly = [3.0, 4.5, 3.3, 4.0]
+    assert _stops_after(rule, costly) == 3  # 10.8 s (a cap of 8 would have let it run 8)
+    assert _stops_after(rule, [0.50, 0.51, 0.50]) == 2  # agreeing runs stop at min, as before
+    # at least min runs, whatever they cost
+    assert decide(Repetitions(3, 24, 0.05, budget_s=1), _runs([4.0, 4.4])).more
+
+
+def test_the_dry_run_counts_a_budgeted_points_runs_at_most_as_its_budget_allows() -> None:
+    rule = Repetitions(2, 24, 0.05, budget_s=8)
+    assert [runs_at_most(rule, w) for w in (0.1, 0.5, 1.0, 3.0, 60.0)] == [24, 16, 8, 3, 2]
+    assert runs_at_most(Repetitions(2, 8), 0.1) == 8
 
 
 def test_runs_that_agree_while_their_jobs_spread_go_on_as_the_report_interval_says() -> None:
@@ -139,8 +160,9 @@ def test_the_rule_is_accepted_in_profile_section_and_file_set(tmp_path: Path) ->
 
 def test_the_shipped_profiles_repeat_as_documented() -> None:
     full = load_study(overrides={"profile": "full"})
-    assert full.repetitions == Repetitions(2, 8, 0.05) and full.expensive_s == 60
-    assert full.rule_of(None, "jobfill") == Repetitions(2, 3, 0.05)  # capped for the budget
+    assert full.repetitions == Repetitions(2, 24, 0.05, 8.0) and full.expensive_s == 60
+    assert full.rule_of(None, "jobfill") == Repetitions(2, 12, 0.05, 8.0)
+    assert full.rule_of(None, "layout").text() == "2-24 to 5% within 8 s"
     assert full.rule_of(None, "caching") == Repetitions(1, 1)
     assert full.rule_of("nano1g", "scale") == Repetitions(1, 1)
     quick = load_study(overrides={"profile": "quick"})
@@ -156,6 +178,8 @@ BAD = [
      "a fraction between 0 and 1"),
     ("min-above-max", {"section": {"min": 5, "max": 2}}, "min 5 is more than max 2",
      "give max at least min"),
+    ("budget-negative", {"repetitions": {"min": 2, "max": 5, "budget_s": -1}},
+     "repetitions.budget_s", "give the seconds of job time"),
 ]  # fmt: skip
 
 

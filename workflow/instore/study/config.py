@@ -24,16 +24,21 @@ class Repetitions:
     min: int
     max: int
     target: float = DEFAULT_TARGET
+    # beyond min, no further run once the point's runs have taken this much job time (the sum
+    # of each run's longest job): a cheap point may go on to max, a costly one stops sooner
+    budget_s: float | None = None
 
     @property
     def adaptive(self) -> bool:
         return self.max > self.min
 
     def text(self) -> str:
-        """What records say in ``repetitions_rule``: ``fixed 2`` or ``2-5 to 5%``."""
+        """What records say in ``repetitions_rule``: ``fixed 2``, ``2-5 to 5%`` or
+        ``2-24 to 5% within 8 s``."""
         if not self.adaptive:
             return f"fixed {self.min}"
-        return f"{self.min}-{self.max} to {self.target * 100:g}%"
+        budget = "" if self.budget_s is None else f" within {self.budget_s:g} s"
+        return f"{self.min}-{self.max} to {self.target * 100:g}%{budget}"
 
 
 def repetitions_from(value: int | Mapping[str, Any], path: Path, field_name: str) -> Repetitions:
@@ -41,9 +46,10 @@ def repetitions_from(value: int | Mapping[str, Any], path: Path, field_name: str
     line naming the field."""
     if isinstance(value, int):
         return Repetitions(value, value)
-    rule = Repetitions(
-        int(value["min"]), int(value["max"]), float(value.get("target", DEFAULT_TARGET))
-    )
+    budget = value.get("budget_s")
+    rule = Repetitions(int(value["min"]), int(value["max"]),
+                       float(value.get("target", DEFAULT_TARGET)),
+                       None if budget is None else float(budget))  # fmt: skip
     if rule.min > rule.max:
         raise InstoreError(
             f"{path}: field {field_name}: min {rule.min} is more than max {rule.max}",

@@ -15,7 +15,10 @@ The rule, in order:
    ``expensive_s`` is measured once, whatever its rule allows (its time is what the budget
    cannot pay twice); its records say ``expensive = true``;
 2. fewer than ``min`` repetitions: measure again;
-3. ``max`` reached: stop (a fixed count N is min = max = N, so it stops here at N);
+3. ``max`` reached: stop (a fixed count N is min = max = N, so it stops here at N); and
+   where the rule has a ``budget_s``, the point's runs have taken that much job time (each
+   run's longest job, summed): stop, so a sub-second point may be measured up to ``max``
+   times while a point of seconds stops after a few;
 4. a repetition with failed jobs: stop (an interval is not chased for a failing point);
 5. the interval's half-width over the median within ``target``: stop; else measure again.
 
@@ -109,6 +112,9 @@ def decide(rule: Repetitions, runs: Sequence[Run], expensive_s: float | None = N
     width = "no interval" if math.isnan(half) else f"+-{half:.1%}"
     if n >= rule.max:
         return Decision(False, f"cap of {rule.max} reached at {width}")
+    spent = sum(r.longest_s for r in runs)
+    if rule.budget_s is not None and spent >= rule.budget_s:
+        return Decision(False, f"budget of {rule.budget_s:g} s spent ({spent:.1f} s) at {width}")
     if any(r.failed for r in runs):
         return Decision(False, "failed jobs: not repeated beyond the minimum")
     if half <= rule.target:

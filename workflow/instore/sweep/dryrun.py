@@ -14,6 +14,7 @@ and ``make study DRY_RUN=1`` print it and stop; ``make study`` prints it for a r
 from __future__ import annotations
 
 import csv
+import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -25,6 +26,7 @@ from instore.filenames import DEFAULT_FILESET, replica_names
 from instore.site import SiteConfig
 from instore.site.live import FIO_MAX_MB, FIO_QUEUE_DEPTH
 from instore.study import SECTIONS, Point, Study
+from instore.study.config import Repetitions
 from instore.sweep.plan import points_on, skip_reason, substitution_note
 from instore.sweep.ramp import Ramp
 from instore.sweep.store import RecordStore
@@ -242,6 +244,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if minutes < 2 else f"{minutes:.0f} min"
 
 
+def runs_at_most(rule: Repetitions, wall_s: float) -> int:
+    """The most runs the rule can make of a point whose jobs take ``wall_s``: its cap, or
+    fewer where its budget of job time runs out first."""
+    if rule.budget_s is None or wall_s <= 0:
+        return rule.max
+    return min(rule.max, max(rule.min, math.ceil(rule.budget_s / wall_s)))
+
+
 def _seconds(point: Point, site: str, ref: Reference, todo: tuple[int, int]) -> float:
     """A point's measurements still due (``todo``: at least, at most): as many as the
     reference run made of its section's points (within those bounds), each its reference job
@@ -297,8 +307,9 @@ def dry_run(
                 continue
             plan.points += 1
             plan.measurements += todo
-            plan.most += max(rule.max - already, 0)
-            due = (todo, max(rule.max - already, 0))
+            most = max(runs_at_most(rule, ref.of(site.name, section)[0]) - already, 0)
+            plan.most += most
+            due = (todo, most)
             at = {name: _seconds(point, name, ref, due) for name in elsewhere}
             for name, seconds in at.items():
                 plan.at_reference[name] = plan.at_reference.get(name, 0.0) + seconds
