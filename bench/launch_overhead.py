@@ -204,6 +204,18 @@ def bench_study(log: Path, results: Path) -> dict:
                                                  if r.get("launch_s") is not None)}  # fmt: skip
 
 
+def _study_run(commit: str, log: Path) -> dict:
+    """Which make study the figures are of: its commit, when its first sweep started, and
+    whether it is the docs' reference run (docs/data/reference/run.json names its commit)."""
+    reference = REPO / "docs" / "data" / "reference" / "run.json"
+    ref_commit = json.loads(reference.read_text())["commit"] if reference.is_file() else None
+    first = min(a for a, _ in sweep_windows(log))
+    return {"commit": commit or "unknown",
+            "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(first)),
+            "what": "the reference run (docs/data/reference)" if commit == ref_commit
+            else f"the make study logged in {log.name}"}  # fmt: skip
+
+
 def bench_runtimes(data: Path, rounds: int) -> dict:
     """Point walls of the quick sweep (fork) in Apptainer over podman, alternating ``rounds``
     times: per point the median of each runtime's walls."""
@@ -241,6 +253,9 @@ def main() -> None:
         help="also time the quick sweep in podman and Apptainer, N rounds each",
     )
     parser.add_argument("--study-log", type=Path, help="Snakemake log of a finished make study")
+    parser.add_argument("--study-only", action="store_true",
+                        help="with --study-log: only the full profile's duty cycle (part 3), the "
+                        "other parts' results kept as they are")  # fmt: skip
     parser.add_argument(
         "--study-results",
         type=Path,
@@ -252,6 +267,18 @@ def main() -> None:
         parser.error(f"--study-log {args.study_log}: no such file (a make study's Snakemake log "
                      "is under .snakemake/log/)")  # fmt: skip
     results = json.loads(OUT.read_text()) if OUT.exists() else {}
+    if args.study_only and not args.study_log:
+        parser.error("--study-only needs --study-log")
+    if args.study_only:  # the machine and date of the other parts stay theirs
+        checkout = args.study_results.resolve().parent
+        commit = subprocess.run(["git", "-C", str(checkout), "log", "-1", "--format=%h"],
+                                capture_output=True, text=True).stdout.strip()  # fmt: skip
+        results["full_profile"] = {**bench_study(args.study_log, args.study_results),
+                                   "run": _study_run(commit, args.study_log),
+                                   "machine": machine()}  # fmt: skip
+        OUT.write_text(json.dumps(results, indent=2) + "\n")
+        print(json.dumps(results["full_profile"], indent=1)[:3000])
+        return
     results.update(machine=machine(), when=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     small = _files(8, 2, "unordered,by-branch,ordered")
     launches = results.setdefault("launch", {})
