@@ -205,13 +205,14 @@ LOAD_JOBS = 64  # the HEPiX group ran 20-80 concurrent jobs against one storage
 
 def test_64_concurrent_jobs_against_one_site(env: dict[str, Path], cli: Cli) -> None:
     """One point of 64 uproot jobs over root:// on 2 cores: all recorded, with open times.
-    Each reads a fifth of the branches: still 64 opens and reads at once, in less time."""
+    Each reads a twentieth of the branches: still 64 opens and reads at once, in a quarter of
+    the CPU a fifth took (the load's property here is that no job is lost, not its volume)."""
     profile = {
         "timeout_s": 600,
         "retries": 1,
         "sections": {"jobfill": {"fill": [LOAD_JOBS], "protocol": ["xrootd"],
                                  "engine": ["uproot"], "layout": ["ordered"],
-                                 "branches": ["fraction:0.2"]}},
+                                 "branches": ["fraction:0.05"]}},
     }  # fmt: skip
     sweep = start_sweep(cli, env, study_file(env["tmp"], profile))
     _, err = sweep.communicate(timeout=900)

@@ -30,11 +30,11 @@ def _stat() -> tuple[int, int]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    start, before = time.monotonic(), _stat()
+    began, start, before = time.time(), time.monotonic(), _stat()
     yield
     after, wall = _stat(), time.monotonic() - start
     total, idle = after[0] - before[0], after[1] - before[1]
-    row = {"id": item.nodeid, "wall": round(wall, 2),
+    row = {"id": item.nodeid, "began": round(began, 1), "wall": round(wall, 2),
            "busy": round((total - idle) / total, 3) if total else None,
            "cores": os.cpu_count()}  # fmt: skip
     with open(OUT, "a") as f:
