@@ -64,8 +64,15 @@ def test_a_replay_shorter_than_the_jobs_cpu_is_cpu_bound_not_above_one() -> None
 
 @pytest.mark.parametrize(
     ("cpu_s", "wall_s", "cores"),
-    [(0.5, 1.0, 1), (1.04, 1.0, 1), (1.6, 1.0, 2), (3.5, 1.0, 4), (None, 1.0, 1), (1.0, 0.0, 1),
-     (1.057047, 0.971435, 1)],  # fmt: skip
+    [
+        (0.5, 1.0, 1),
+        (1.04, 1.0, 1),
+        (1.6, 1.0, 2),
+        (3.5, 1.0, 4),
+        (None, 1.0, 1),
+        (1.0, 0.0, 1),
+        (1.057047, 0.971435, 1),
+    ],
 )
 def test_the_cores_a_job_kept_busy(cpu_s: float | None, wall_s: float, cores: int) -> None:
     """A single-threaded job's client threads add a few percent, not a core: the last case is
