@@ -60,21 +60,11 @@ apptainer:  ## Apptainer for --runtime apptainer: a site's own on PATH, else bui
 # The tests bring up emulated sites, check rendered pages in a browser and run jobs in Apptainer
 # (built from source in the background where none is installed: tests/conftest.py): every group.
 test: SYSTEM = site emulated test apptainer
-# The e2e and unit tests run beside the integration tests at nice 19, on the cores those leave
-# idle (about half on 2 cores, while they wait on emulated links and disks), holding a lock that
-# the timing (`quiet`) integration tests wait for; their output follows the integration tests'.
-UNIT_LOG := build/unit-tests.log
-test: setup venv-emulated venv-dev  ## set up, then run the whole test suite (integration one at a time; e2e and unit tests on 2 processes beside them at nice 19)
-	@mkdir -p build; rm -f $(UNIT_LOG).rc
-	( flock build/unit-tests.lock nice -n 19 $(BIN)/python -m pytest -v --timeout=900 \
-	    --durations=10 -n 2 --dist loadfile tests/e2e tests/unit > $(UNIT_LOG) 2>&1; \
-	  echo $$? > $(UNIT_LOG).rc ) & \
-	INSTORE_TEST_NEIGHBOUR_LOCK=build/unit-tests.lock \
-	  $(BIN)/python -m pytest -v --timeout=900 --durations=25 tests/integration; \
+test: setup venv-emulated venv-dev  ## set up, then run the whole test suite (integration one at a time, then e2e beside the unit tests on 2 processes)
+	$(BIN)/python -m pytest -v --timeout=900 --durations=25 tests/integration; \
 	serial=$$?; \
-	wait; \
-	cat $(UNIT_LOG); \
-	parallel=$$(cat $(UNIT_LOG).rc 2>/dev/null || echo 1); \
+	$(BIN)/python -m pytest -v --timeout=900 --durations=10 -n 2 --dist loadfile tests/e2e tests/unit; \
+	parallel=$$?; \
 	test $$serial -eq 0 && test $$parallel -eq 0
 
 test-unit: venv venv-dev  ## unit tests only (no root, no servers)

@@ -4,7 +4,6 @@ the session."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import signal
@@ -129,18 +128,12 @@ def wait_for_image_build() -> None:
 
 
 def wait_for_builds() -> None:
-    """Until every background build of the session has ended, the SIF's too, and the tests
-    that `make test` runs beside this session (their lock: INSTORE_TEST_NEIGHBOUR_LOCK)."""
+    """Until every background build of the session has ended, the SIF's too."""
     wait_for_image_build()
     for thread in _sif_after:
         thread.join()
     for proc in _builds.values():
         proc.wait()
-    lock = os.environ.get("INSTORE_TEST_NEIGHBOUR_LOCK")
-    if lock and Path(lock).exists():
-        with open(lock) as held:  # blocks while the neighbouring session holds it
-            fcntl.flock(held, fcntl.LOCK_SH)
-            fcntl.flock(held, fcntl.LOCK_UN)
 
 
 def wait_for_apptainer_build() -> int | None:
