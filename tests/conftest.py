@@ -4,6 +4,7 @@ the session."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -107,9 +108,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(autouse=True)
 def _quiet_after_image_build(request: pytest.FixtureRequest) -> None:
     """A ``quiet`` test starts once every background build has ended (by then, as a rule: it
-    runs late)."""
+    runs late), and the tests ``make test`` runs beside this session too."""
     if request.node.get_closest_marker("quiet"):
         wait_for_builds()
+        wait_for_neighbour()
+
+
+def wait_for_neighbour() -> None:
+    """Until the test session that ``make test`` runs beside this one has ended: it holds the
+    lock named by INSTORE_TEST_NEIGHBOUR_LOCK (flock) while it runs."""
+    lock = os.environ.get("INSTORE_TEST_NEIGHBOUR_LOCK")
+    if not lock or not Path(lock).exists():
+        return
+    with open(lock) as held:
+        fcntl.flock(held, fcntl.LOCK_SH)  # blocks while the neighbour holds it
+        fcntl.flock(held, fcntl.LOCK_UN)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

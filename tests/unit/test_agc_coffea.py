@@ -21,7 +21,7 @@ CMS_NANOAOD = Path(__file__).parent / "data" / "nanoAOD_2015_CMS_Open_Data_ttbar
 
 def _run(name: str, *files: Path) -> tuple[int, dict, str]:
     done = subprocess.run([sys.executable, str(ANALYSES / f"agc_ttbar_{name}.py"),
-                           *map(str, files)], capture_output=True, text=True, timeout=120)  # fmt: skip
+                           *map(str, files)], capture_output=True, text=True, timeout=600)  # fmt: skip
     return done.returncode, json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 

@@ -31,7 +31,7 @@ def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("docs")
     for script in GENERATORS:
         subprocess.run([sys.executable, str(REPO / script), str(out)], check=True, cwd=REPO,
-                       capture_output=True, text=True, timeout=120)  # fmt: skip
+                       capture_output=True, text=True, timeout=600)  # fmt: skip
     return out
 
 
@@ -82,7 +82,7 @@ def test_the_link_is_there_when_only_that_command_is_loaded(command: str) -> Non
 
 
 def test_help_from_the_command_line_names_the_page(cli: Cli) -> None:
-    run = cli("site", "preflight", "--help", check=True, timeout=60)
+    run = cli("site", "preflight", "--help", check=True, timeout=600)
     assert "Documentation: docs/commands.md#instore-site-preflight" in run.stdout
 
 

@@ -139,7 +139,7 @@ def test_instore_plan_takes_the_words_make_study_takes(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "instore.cli", "plan", "profile=quick", "sites=[lan-hdd]",
          "run=after-upgrade"],
-        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "will do to site lan-hdd (emulated: instore builds it)" in out.stdout

@@ -178,7 +178,7 @@ def test_rntuple_field_root_cannot_read_is_skipped_and_said(tmp_path: Path) -> N
     walk: it is skipped, counted and named; the rest is read and the file is not called corrupt."""
     path = tmp_path / "variant_no_dictionary.root"
     subprocess.run([sys.executable, "-c", _VARIANT_WRITER, str(path)], check=True,
-                   capture_output=True, timeout=120)  # fmt: skip
+                   capture_output=True, timeout=600)  # fmt: skip
     r = read(path, engine="root")
     assert r["branches_total"] == 2 and r["branches_read"] == 1 and r["events"] == 20
     assert r["fields_skipped"] == 1

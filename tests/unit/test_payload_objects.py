@@ -205,7 +205,7 @@ def test_an_endpoint_that_resets_the_connection_is_not_called_a_corrupt_file() -
     try:
         port = server.getsockname()[1]
         with pytest.raises(InstoreError) as err:
-            choose(f"http://127.0.0.1:{port}/data/f.root", None, timeout=5)
+            choose(f"http://127.0.0.1:{port}/data/f.root", None, timeout=60)
     finally:
         server.close()
     assert "the connection failed" in str(err.value), str(err.value)

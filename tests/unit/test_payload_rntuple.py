@@ -119,6 +119,7 @@ def test_engines_agree_on_rntuple(ntuples: dict[str, Path], writer: str, pattern
     assert u["bytes_read"] >= u["bytes_needed"] > 0
 
 
+@pytest.mark.quiet  # the process's rchar: beside other tests, a lazy read lands in the span
 def test_rntuple_metrics_agree_with_what_the_kernel_served(ntuples: dict[str, Path]) -> None:
     """rchar minus RNTuple's own bytes read is the same constant for very different reads:
     every page byte the kernel delivered is counted; what is left is the file's metadata.

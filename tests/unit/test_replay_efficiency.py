@@ -39,6 +39,7 @@ def _reads_early_computes_late(tmp_path: Path, cpu_share: float) -> Path:
     return trace
 
 
+@pytest.mark.quiet  # times itself: not beside other work (Makefile: test)
 def test_a_cut_pass_is_credited_the_cpu_of_its_time_not_of_its_bytes(tmp_path: Path) -> None:
     """Regression (issue 40): 109% predicted for agc-load in 10 s of fixed time on lan-ssd.
     A busy job (95% of its wall on CPU) replayed on page-cache storage for 0.5 s: its second

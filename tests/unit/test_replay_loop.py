@@ -53,6 +53,7 @@ def _trace(tmp_path: Path, gap: float = GAP, events: int | None = EVENTS) -> Pat
     return trace
 
 
+@pytest.mark.quiet  # times itself: not beside other work (Makefile: test)
 def test_closed_loop_keeps_think_time_and_reads(tmp_path: Path) -> None:
     trace = load_trace(_trace(tmp_path))
     think = trace.think()
@@ -99,6 +100,7 @@ def test_failure_part_way_is_recorded(tmp_path: Path, monkeypatch: pytest.Monkey
     assert rec["passes"] == pytest.approx(done) and rec["events"] == pytest.approx(EVENTS * done)
 
 
+@pytest.mark.quiet  # times itself: not beside other work (Makefile: test)
 def test_fixed_time_replays_until_the_time_is_up(tmp_path: Path) -> None:
     """HEPiX's method: pass after pass (about 0.27 s each here) until 0.7 s have passed, then
     stop mid-pass; the cut pass counts the share of a pass's data it has read."""
@@ -238,6 +240,7 @@ def _startup_trace(tmp_path: Path, reads: int, read_size: int) -> Path:
     return trace
 
 
+@pytest.mark.quiet  # times itself: not beside other work (Makefile: test)
 def test_fixed_time_events_per_mb_stay_put_when_the_disk_saturates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -74,6 +74,7 @@ def slow_disk(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float, float]]
     return seen
 
 
+@pytest.mark.quiet  # times itself: not beside other work (Makefile: test)
 def test_two_streams_side_by_side_each_with_its_think_times(
     tmp_path: Path, slow_disk: list[tuple[str, float, float]]
 ) -> None:
@@ -104,6 +105,7 @@ def test_two_streams_side_by_side_each_with_its_think_times(
     assert sum(gaps) >= owed, (gaps, rec.sleep_overshoot_s)
 
 
+@pytest.mark.quiet  # times itself: not beside other work (Makefile: test)
 def test_serialise_gives_the_sum(tmp_path: Path, slow_disk: list) -> None:
     trace = load_trace(_two_streams(tmp_path))
     rec = replay(trace, by_url_map(trace.files, [URL_MAP.format(tmp_path)]), serialise=True)
@@ -195,6 +197,7 @@ def test_fixed_time_counts_the_bytes_all_streams_read(tmp_path: Path) -> None:
     assert rec.events == pytest.approx(1000 * rec.passes)
 
 
+@pytest.mark.quiet  # times itself: not beside other work (Makefile: test)
 def test_a_failing_stream_stops_the_other_and_is_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

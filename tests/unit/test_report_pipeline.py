@@ -18,7 +18,7 @@ SECTIONS = len(STUDY_SECTIONS)  # the quick profile runs every section
 def dry_run(workdir: Path, *config: str) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
            "--directory", str(workdir), "--cores", "2", "--dry-run", "--config", *config]  # fmt: skip
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
 
 
 def job_counts(output: str) -> dict[str, int]:

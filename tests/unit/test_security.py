@@ -42,7 +42,7 @@ def test_shell_metacharacters_in_a_site_file_are_not_executed(tmp_path: Path, cl
         "http": f"http://127.0.0.1:1/`touch {marker}`/{{file}}",
     }
     path = write_real_site(tmp_path / "evil.yaml", endpoints, name="evil")
-    proc = cli("site", "preflight", str(path), timeout=120)
+    proc = cli("site", "preflight", str(path), timeout=600)
     assert proc.returncode != 0
     assert "invalid choice" not in proc.stderr, "the preflight really ran"
     for protocol in ("posix", "xrootd", "http"):

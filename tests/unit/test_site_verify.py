@@ -70,7 +70,7 @@ def test_site_preflight_all_says_what_it_checks_before_the_long_wait(posix_site:
     data = posix_site["files"][0].parent
     done = subprocess.run([sys.executable, "-m", "instore.cli", "site", "preflight",
                            str(posix_site["site"].path), "--all", "--data", str(data)],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     told = [i for i, ln in enumerate(lines) if ln.startswith(
