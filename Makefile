@@ -59,17 +59,18 @@ apptainer:  ## Apptainer for --runtime apptainer: a site's own on PATH, else bui
 
 # The tests bring up emulated sites, check rendered pages in a browser and run jobs in Apptainer
 # (built from source in the background where none is installed: tests/conftest.py): every group.
-# The e2e and unit tests run beside the integration tests, in the idle scheduling class: only a
-# core the integration tests leave idle runs them (about half of one, while they wait on emulated
-# links and disks), and they hold a lock the `quiet` integration tests wait for. The unit tests
-# that time themselves (`quiet`) run last, alone. Every session's status counts.
+# The e2e and unit tests run beside the integration tests, in a CPU cgroup of the least weight
+# (tests/beside.py): only a core the integration tests leave idle runs them (about half of one,
+# while they wait on emulated links and disks), and they hold a lock the `quiet` integration
+# tests wait for. The unit tests that time themselves (`quiet`) run last, alone. Every session's
+# status counts.
 BESIDE := build/tests-beside
 test: SYSTEM = site emulated test apptainer
-test: setup venv-emulated venv-dev  ## set up, then run the whole test suite (integration one at a time, e2e and unit tests beside them in the idle class, then the unit tests that time themselves)
+test: setup venv-emulated venv-dev  ## set up, then run the whole test suite (integration one at a time, e2e and unit tests beside them as background work, then the unit tests that time themselves)
 	mkdir -p build; rm -f $(BESIDE).rc; \
-	( flock $(BESIDE).lock chrt --idle 0 $(BIN)/python -m pytest -v --timeout=900 \
-	    --durations=10 -n 2 --dist loadfile -m "not quiet" tests/e2e tests/unit \
-	    > $(BESIDE).log 2>&1; echo $$? > $(BESIDE).rc ) & \
+	( $(BIN)/python -m tests.beside --lock $(BESIDE).lock --log $(BESIDE).log -- \
+	    $(BIN)/python -m pytest -v --timeout=900 --durations=10 -n 2 --dist loadfile \
+	    -m "not quiet" tests/e2e tests/unit; echo $$? > $(BESIDE).rc ) & \
 	INSTORE_TEST_NEIGHBOUR_LOCK=$(BESIDE).lock \
 	  $(BIN)/python -m pytest -v --timeout=900 --durations=25 tests/integration; \
 	serial=$$?; \
