@@ -27,11 +27,17 @@ CPU_CGROUPS = Path("/sys/fs/cgroup/cpu")
 LEAST_SHARES = 2  # the least cgroup v1 takes
 
 
-def _lowest_in_session() -> None:
-    """In the child, after setsid: its session's autogroup at nice 19, itself idle class."""
+def lowest_priority() -> None:
+    """In a child, after setsid: nice 19, and its session's autogroup nice 19 too (the
+    background builds of tests/conftest.py take this alone)."""
     with contextlib.suppress(OSError):
         Path("/proc/self/autogroup").write_text("19")
     os.nice(19)
+
+
+def _lowest_in_session() -> None:
+    """In the child, after setsid: ``lowest_priority``, and itself in the idle class."""
+    lowest_priority()
     os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
@@ -88,7 +94,7 @@ def run_beside(command: list[str], lock: Path, log: Path) -> int:
 
         def forward(signum: int, _frame: object) -> None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
+                os.killpg(proc.pid, signum)
 
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, forward)

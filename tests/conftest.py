@@ -4,7 +4,6 @@ the session."""
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import shutil
@@ -18,6 +17,7 @@ import yaml
 from instore.generate import generate_files
 
 from tests import cli as _cli
+from tests.beside import lowest_priority
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGE_BUILD_LOG = REPO / "build" / "test-image-build.log"
@@ -47,23 +47,16 @@ def _needs_apptainer(args: list[str]) -> bool:
     return False
 
 
-def _lowest_priority() -> None:
-    """In a build's process, after setsid: nice 19, and its session's autogroup nice 19 too.
-    With the kernel's autogroups (``sched_autogroup_enabled``, on here), a process's nice
-    weighs only against its own session's, and the sweeps and servers the tests start each run
-    in a session of their own: the build at nice 19 alone took a core from them as if at 0 (a
-    fault test's 1.5-s jobs waited 3.4-4.0 s for a CPU beside the builds, 2026-12-02)."""
-    with contextlib.suppress(OSError):
-        Path("/proc/self/autogroup").write_text("19")
-    os.nice(19)
-
-
 def _background(name: str, argv: list[str], log: Path, **kwargs) -> None:
-    """Start one build at the lowest CPU priority (``_lowest_priority``), so the tests that time
-    sweeps meanwhile lose as little as they can to it, in its own process group."""
+    """Start one build at the lowest CPU priority, so the tests that time sweeps meanwhile lose as
+    little as they can to it, in its own process group. Nice 19 alone is not that here: with the
+    kernel's autogroups a process's nice weighs only within its session, and the sweeps and
+    servers run in sessions of their own, so its session's autogroup gets nice 19 too
+    (``tests.beside.lowest_priority``; a fault test's 1.5-s jobs waited 3.4-4.0 s for a CPU
+    beside builds at plain nice 19, 2026-12-02)."""
     with log.open("wb") as out:
         _builds[name] = subprocess.Popen(
-            argv, preexec_fn=_lowest_priority, cwd=REPO, stdout=out,
+            argv, preexec_fn=lowest_priority, cwd=REPO, stdout=out,
             stderr=subprocess.STDOUT, start_new_session=True, **kwargs,
         )  # fmt: skip
 
