@@ -86,12 +86,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def _rank(tests: list[pytest.Item]) -> int:
-    """0: needs no image; 1: needs the payload image; 2: ``quiet`` (compares timings across
-    runs, so not beside a build); 3: needs the SIF."""
+    """0: needs no image; 1: needs the payload image; 2: needs the SIF (the last build);
+    3: ``quiet`` (compares timings across runs, so not beside a build, nor beside the tests
+    ``make test`` runs beside this session, which have the time of the SIF's tests to end)."""
     fixtures = [set(getattr(t, "fixturenames", ())) for t in tests]
-    if any("sif_target" in names for names in fixtures):
-        return 3
     if all(t.get_closest_marker("quiet") for t in tests):
+        return 3
+    if any("sif_target" in names for names in fixtures):
         return 2
     return 1 if all("payload_image" in names for names in fixtures) else 0
 
@@ -99,10 +100,12 @@ def _rank(tests: list[pytest.Item]) -> int:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules in the order their builds end (each group in its own order): those that need no
     image first, which overlap every build; then those of the payload image, beside the
-    Apptainer and SIF builds; then the ``quiet`` ones, once every build has ended (seen in CI:
-    a 20% IOPS cut measured beside the build moved the CPU efficiency by 2% instead of 14-18%);
-    then those of the SIF. Whole modules only, so no module fixture is set up twice and no
-    test moves behind the unit tests that it must precede (see pyproject.toml)."""
+    Apptainer and SIF builds; then those of the SIF; then the ``quiet`` ones, once every build
+    and the session beside have ended (seen in CI: a 20% IOPS cut measured beside the build
+    moved the CPU efficiency by 2% instead of 14-18%; ranked before the SIF's, they waited 8
+    min for the session beside, of which the SIF's tests, 2.5 min, could have run). Whole
+    modules only, so no module fixture is set up twice and no test moves behind the unit tests
+    that it must precede (see pyproject.toml)."""
     by_module: dict[str, list[pytest.Item]] = {}
     for item in items:
         by_module.setdefault(item.nodeid.split("::")[0], []).append(item)
