@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -268,31 +269,42 @@ def xrootd_server(
     for d in (data, run, cache):
         d.mkdir()
         shutil.chown(d, "xrootd")
-    port, http_port = free_ports(2)
-    conf = root / "xrootd.cfg"
-    conf.write_text(f"xrd.port {port}\nall.export /\noss.localroot {data}\nall.adminpath {run}\n"
-                    f"all.pidpath {run}\n{'xrootd.chksum adler32' if chksum else ''}\n"
-                    f"xrd.protocol XrdHttp:{http_port} libXrdHttp.so\n{security}")  # fmt: skip
     log, launch = run / "xrootd.log", run / "launch.err"  # launch: what a wrapper complained
-    cmd = ["xrootd", "-R", "xrootd", "-c", str(conf), "-l", str(log)]
-    with launch.open("wb") as err:
-        # A session of its own, as instore starts its servers: xrootd signals its own process
-        # group (SIGHUP, seen killing the whole test session), which must not be pytest's.
-        proc = subprocess.Popen(wrap(cmd) if wrap else cmd, env={**os.environ, **(env or {})},
-                                stdout=subprocess.DEVNULL, stderr=err,
-                                start_new_session=True)  # fmt: skip
-    try:
+    for attempt in (1, 2):
+        port, http_port = free_ports(2)
+        conf = root / "xrootd.cfg"
+        conf.write_text(f"xrd.port {port}\nall.export /\noss.localroot {data}\nall.adminpath {run}\n"
+                        f"all.pidpath {run}\n{'xrootd.chksum adler32' if chksum else ''}\n"
+                        f"xrd.protocol XrdHttp:{http_port} libXrdHttp.so\n{security}")  # fmt: skip
+        cmd = ["xrootd", "-R", "xrootd", "-c", str(conf), "-l", str(log)]
+        with launch.open("wb") as err:
+            # A session of its own, as instore starts its servers: xrootd signals its own
+            # process group (SIGHUP, seen killing the whole test session), which must not be
+            # pytest's.
+            proc = subprocess.Popen(wrap(cmd) if wrap else cmd, env={**os.environ, **(env or {})},
+                                    stdout=subprocess.DEVNULL, stderr=err,
+                                    start_new_session=True)  # fmt: skip
         # Both ports: XrdHttp's listener comes up after the root:// one, and a request sent in
         # between is refused (seen in a fresh clone's run on a loaded machine: the token site's
         # first https request, "Connection refused", with its root:// port answering).
-        for listening in (port, http_port):
-            if not _answers(listening, proc):
-                state = "running" if proc.poll() is None else f"exited with {proc.returncode}"
-                said = [f.read_text()[-2000:] for f in (log, launch) if f.exists()]
-                pytest.fail(
-                    f"xrootd did not answer on port {listening} within {START_S:g} s ({state}): "
-                    f"{' | '.join(said)}"
-                )
+        silent = next((p for p in (port, http_port) if not _answers(p, proc)), None)
+        if silent is None:
+            break
+        state = "running" if proc.poll() is None else f"exited with {proc.returncode}"
+        said = [f.read_text()[-2000:] for f in (log, launch) if f.exists()]
+        stop(proc)
+        if attempt == 1 and proc.returncode is not None and proc.returncode < 0 and not any(
+            t.strip() for t in said
+        ):  # fmt: skip
+            # XRootD 5.5.3 died once of a general protection fault in libc at its start, before
+            # its first log line, beside a loaded fresh-clone CI (0 of 40 starts since, idle):
+            # not the behaviour under test, so a second start, said on stderr
+            print(f"xrootd died of signal {-proc.returncode} at its start, before its first "
+                  "log line: starting it again", file=sys.stderr)  # fmt: skip
+            continue
+        pytest.fail(f"xrootd did not answer on port {silent} within {START_S:g} s ({state}): "
+                    f"{' | '.join(said)}")  # fmt: skip
+    try:
         yield Server(port, http_port, data)
     finally:
         stop(proc)
