@@ -1,7 +1,7 @@
 """The model's disk: the server's page cache in front of it (``page_in``, which the model asks
-for each request; ``read_through`` for a FUSE mount's requests), and the same rule summed over
-a payload point for the profile's fit (``fit.py``), so that the fit explains the payload points
-with the disk the model predicts with."""
+for each request), and the same rule summed over a payload point for the profile's fit
+(``fit.py``), so that the fit explains the payload points with the disk the model predicts
+with."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from instore.predict.profile import Profile
-from instore.predict.readahead import PAGE, FilePages
 
 
 def throttled_requests(ios: float, nbytes: float, seq: float, seek_s: float) -> float:
@@ -84,19 +83,17 @@ class Disk:
     request the throttle counts (``throttled_requests``) instead, and a slice's requests
     (``burst_ios``) through at once after it idles, refilled at its rate while the disk idles."""
 
-    __slots__ = ("burst", "free", "requests", "seek", "seq", "tokens")
+    __slots__ = ("burst", "free", "seek", "seq", "tokens")
 
     def __init__(self, servers: int, seek_s: float, seq: float, burst_ios: float) -> None:
         self.free = [0.0] * servers  # when each server is next free (a heap)
         self.seek, self.seq, self.burst = seek_s, seq, burst_ios
         self.tokens = [burst_ios, 0.0]  # the burst left, and when it was last counted
-        self.requests = 0  # the reads it was sent (before the throttle's split), all clients'
 
     def serve(self, arrive: float, ios: int, nbytes: float) -> tuple[float, float, float]:
         """A request of ``ios`` reads and ``nbytes`` reaching the disk at ``arrive``: when it
         starts, its service time (the reads the burst does not pass) and when it ends."""
         free, tokens, seek = self.free, self.tokens, self.seek
-        self.requests += ios
         start = arrive if arrive > free[0] or not ios else free[0]
         if self.burst and ios:  # the throttle's requests, at a service time each
             ios = throttled_requests(ios, nbytes, self.seq, seek)
@@ -145,20 +142,4 @@ def page_in(cached: tuple[list[int], list[int]], runs: tuple[tuple[int, int], ..
             del starts[j], ends[j]
         starts.insert(j, lo)
         ends.insert(j, hi)
-    return ios, nbytes
-
-
-def read_through(pages: FilePages, runs: tuple[tuple[int, int], ...]) -> tuple[int, int]:
-    """The disk requests, and their bytes, that a FUSE mount's requests cost at the server it
-    mounts: its kernel reads them as it reads any file (``FilePages``, the readahead the mount's
-    own page cache follows), so a stretch of them opens windows ahead of it and a request whose
-    pages are partly cached reads each stretch it lacks on its own. ``page_in``'s one read per
-    run missed both: lan-hdd's fuse replays, whose throttled disk makes a wall of its requests,
-    had 278 of the 371 the block device counted for agc-uproot (now 333), and came out faster
-    than the same trace read in place."""
-    ios = nbytes = 0
-    for off, length in runs:
-        waited, ahead = pages.read(off, length)
-        ios += len(waited) + len(ahead)
-        nbytes += sum(n for _, n in waited) * PAGE + sum(n for _, n in ahead) * PAGE
     return ios, nbytes

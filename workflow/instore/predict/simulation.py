@@ -21,10 +21,10 @@ from instore.predict.compiled import (
     blocks_piece,
     read_plan,
 )
-from instore.predict.disk import Disk, page_in, read_through
+from instore.predict.disk import Disk, page_in
 from instore.predict.link import Flow, SharedLink
 from instore.predict.profile import Profile, Protocol
-from instore.predict.readahead import MAX_PAGES, PAGE, FilePages, mount_plan
+from instore.predict.readahead import MAX_PAGES, PAGE, mount_plan
 from instore.predict.scenario import Scenario, checked
 from instore.predict.tcp import INITIAL_WINDOW_BYTES, Connection
 
@@ -45,7 +45,7 @@ class Simulation:
         "ahead", "arriving", "before", "began", "block", "blocks", "c_rate", "c_rtt", "cache_state",
         "clients", "compiled", "connect", "connected", "connections", "copied", "cpu_mb", "cpu_req",
         "dependents", "disk", "files", "first", "flow", "got", "heap", "held", "hop_read",
-        "initial", "last", "lead", "left", "link", "local", "mounted", "n", "nbytes", "now", "ops",
+        "initial", "last", "lead", "left", "link", "local", "n", "nbytes", "now", "ops",
         "origin_server", "own_of", "paged", "per_bw", "per_flow", "piece", "profile", "proto_name", "quiet",
         "readahead", "reads", "ready", "remaining", "restart", "rtt", "sc", "sent", "server",
         "setter", "size_on_link", "speed", "staged", "starts", "stretch", "tail", "until", "walls",
@@ -82,8 +82,6 @@ class Simulation:
         self.server = server = (proto.request_ms.value or 0.0) / 1000.0
         self.connect = proto.connect_trips(self.proto_name)  # round trips before a first request
         self.readahead = profile.readahead_kb * 1024
-        # a mount's requests are read at the server as its kernel reads any file (read_through)
-        self.mounted = self.proto_name == FUSE
         # the most the server reads from its disk at once (XrdHttp's 128 kB; 0: a run whole)
         self.piece = int(proto.server_read_kb * 1024) if proto.server_read_kb else 0
         self.local = local = self.proto_name in LOCAL
@@ -143,10 +141,8 @@ class Simulation:
         # the link is a lone flow's until then: one finished alone, no event in between
         self.quiet = 0.0
         self.now = 0.0  # the time of the event in hand
-        # file -> the byte ranges the page cache holds (starts, ends; sorted, disjoint), or for
-        # a mount's requests the server's pages and readahead (FilePages)
-        self.paged: list[dict[int, tuple[list[int], list[int]] | FilePages]] = [
-            {} for _ in range(clients)]  # fmt: skip
+        # file -> the byte ranges the page cache holds (starts, ends; sorted, disjoint)
+        self.paged: list[dict[int, tuple[list[int], list[int]]]] = [{} for _ in range(clients)]
         self.held: list[set[int]] = [set() for _ in range(clients)]  # cached blocks (file-keyed)
         self.copied: list[set[int]] = [set() for _ in range(clients)]  # staged-in files
         self.connected = [False] * clients
@@ -254,16 +250,8 @@ class Simulation:
         the flows on it, a flow no faster than its window). Its response's time, or the
         ``Flow`` it waits on where other flows may share the link with it."""
         runs, size = pc
-        paged = self.paged[c]
-        if self.mounted:
-            pages = paged.get(key)
-            if pages is None:
-                pages = paged[key] = FilePages(max(1, int(self.readahead // PAGE)),
-                                               -(-self.compiled.file_sizes[key] // PAGE))  # fmt: skip
-            ios, disk_bytes = read_through(pages, runs)  # type: ignore[arg-type]
-        else:
-            cached = paged.setdefault(key, ([], []))
-            ios, disk_bytes = page_in(cached, runs, self.readahead, self.piece)  # type: ignore[arg-type]
+        cached = self.paged[c].setdefault(key, ([], []))
+        ios, disk_bytes = page_in(cached, runs, self.readahead, self.piece)
         arrive = t + hop / 2 + cost
         d_start, d_seek, d_end = self.disk.serve(arrive, ios, disk_bytes)
         if not self.size_on_link:
