@@ -30,10 +30,10 @@ def test_a_throttle_charges_each_block_request_a_service_time_and_nothing_for_it
     start, service, end = plain.serve(0.0, 1, 128 * 1024)
     assert (service, end - start) == pytest.approx((SEEK, SEEK + 128 * 1024 / SEQ))
     point = {"read_calls": 10, "bytes_read": 4_000_000, "cold": True}  # no block counts
-    assert DiskRule(SEQ, SEEK, TINY).parts(point, 0.0) == pytest.approx((10 * SEEK, 0.0))
+    assert DiskRule(SEQ, SEEK, TINY).parts(point, 0.0, 10) == pytest.approx((10 * SEEK, 0.0))
     counted = {**point, "disk_reads": 12, "disk_bytes_read": 4_000_000}
-    assert DiskRule(SEQ, SEEK, TINY).parts(counted, 0.0) == pytest.approx((12 * SEEK, 0.0))
-    assert DiskRule(SEQ, SEEK).parts(counted, 0.0) == pytest.approx((12 * SEEK, 4e6 / SEQ))
+    assert DiskRule(SEQ, SEEK, TINY).parts(counted, 0.0, 10) == pytest.approx((12 * SEEK, 0.0))
+    assert DiskRule(SEQ, SEEK).parts(counted, 0.0, 10) == pytest.approx((12 * SEEK, 4e6 / SEQ))
 
 
 def test_a_server_reading_in_pieces_makes_a_disk_request_for_each_piece_it_lacks() -> None:

@@ -40,17 +40,18 @@ class DiskRule:
     seek_s: float
     burst_ios: float = 0.0
 
-    def parts(self, r: dict[str, Any], cpu_s: float) -> tuple[float, float]:
+    def parts(self, r: dict[str, Any], cpu_s: float, calls: float) -> tuple[float, float]:
         """The requests' service time, and the bytes' streaming time (which a transfer over
         the link hides, as in the model); ``cpu_s``: the job's CPU, while which the throttle's
-        burst refills."""
+        burst refills; ``calls``: the read calls between which the job computes (those after
+        its open: the open's come before the loop's CPU and refill nothing)."""
         ios, nbytes = _measured(r, "disk_reads"), _measured(r, "disk_bytes_read")
         counted = ios is not None and nbytes is not None  # the block layer's own requests
         if ios is None or nbytes is None:
             ios, nbytes = float(r["read_calls"]), float(r["bytes_read"])
         if self.burst_ios and not counted:
             ios = throttled_requests(ios, nbytes, self.seq, self.seek_s)
-        paid = ios - self.free_ios(ios, float(r["read_calls"]), cpu_s)
+        paid = ios - self.free_ios(ios, calls, cpu_s)
         return paid * self.seek_s, 0.0 if self.burst_ios else nbytes / self.seq
 
     def free_ios(self, ios: float, calls: float, cpu_s: float) -> float:

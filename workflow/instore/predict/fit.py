@@ -17,7 +17,9 @@ What each parameter comes from:
   slice's worth of requests (IOPS x 100 ms) through at once after it idles; a real disk none.
   The fit charges a cold payload point the disk's time as the model does (``DiskRule``): its
   block device's requests (counted where the site can read them, else one per read call) less
-  those the burst passes, and its bytes at the sequential rate.
+  those the burst passes (refilled while the job computes, at most once between two of its
+  read calls after the open: the open's own come before the loop's CPU), and its bytes at the
+  sequential rate.
 - ``disk_parallel``: the calibration's fio random reads at queue depth 16 over those at 1 (how
   many requests the disk serves side by side: an SSD several); 1 where fio ran only at 1.
 - each protocol's ``request_ms``: least squares over that protocol's payload points of their

@@ -107,7 +107,7 @@ def _trips(r: dict[str, Any], rtt_s: float) -> float:
 
 def _cold_disk(r: dict[str, Any], disk: DiskRule) -> tuple[float, float]:
     """The disk's (service, streaming) time for a point read cold; nothing for a warm one."""
-    return disk.parts(r, cpu_of(r)) if r.get("cold", True) else (0.0, 0.0)
+    return disk.parts(r, cpu_of(r), reads_after_open(r)) if r.get("cold", True) else (0.0, 0.0)
 
 
 def payload_wall(r: dict[str, Any], profile: Profile) -> float:
