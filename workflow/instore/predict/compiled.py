@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from instore.errors import InstoreError
+from instore.predict.disk import in_pieces, page_in
 from instore.replay.streams import plan
 from instore.replay.trace import READ_OPS, Request, Trace
 
 # One request as the disk sees it: its runs of contiguous bytes (offset, length) in the order
 # it reads them, and its bytes
 Piece = tuple[tuple[tuple[int, int], ...], int]
+# A request to the server with its page cache's outcome known beforehand (``Plan.paged``): its
+# runs, its bytes, and the disk requests and their bytes the page cache leaves (``page_in``)
+Paged = tuple[tuple[tuple[int, int], ...], int, int, int]
 
 # Operation codes of a compiled trace
 OPEN, CLOSE, STAT, READ, OTHER = range(5)
@@ -106,6 +110,19 @@ def compile_trace(trace: Trace, serialise: bool = False) -> Compiled:
     )
 
 
+def chained(c: Compiled) -> bool:
+    """Whether each request waits for the one before and for nothing else (a single stream,
+    ``threads`` 1): a client then sends its requests strictly one after another, memoised."""
+    key = ("chained",)
+    if key not in c.memo:
+        last = c.requests - 1
+        c.memo[key] = (
+            all(d == (i + 1,) for i, d in enumerate(c.dependents[:last]))
+            and not (c.dependents[last])
+        )
+    return c.memo[key]
+
+
 def split(chunks: Sequence[tuple[int, int]], vector: bool, max_read: float | None,
           ) -> list[tuple[tuple[int, int], ...]]:  # fmt: skip
     """The requests one recorded read becomes on the protocol: one (a vector read where the
@@ -159,3 +176,92 @@ def blocks_piece(blocks: Sequence[int], block: int) -> Piece:
         else:
             runs.append((b * block, block))
     return tuple(runs), len(blocks) * block
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Each request's requests to the server on one protocol, cache and mount, as a client
+    sends them: a read's (``reads``) and what the kernel reads ahead beside them (``ahead``: a
+    FUSE mount's), instead the blocks a cold cache lacks (``blocks``: each read's; () for a
+    warm one) or none (a warm cache, after a stage-in), and a stage-in's copy of each file at
+    its first open; each request's runs in the server's pieces (``piece``; 0: runs whole)."""
+
+    compiled: Compiled
+    key: Any  # the reads' and readahead's memo key (``read_plan``'s, ``mount_plan``'s)
+    reads: tuple[tuple[Piece, ...], ...]
+    ahead: tuple[tuple[Piece, ...], ...]
+    blocks: tuple[tuple[int, ...], ...]
+    block: int
+    cache_state: str | None
+    staged: bool
+    piece: int
+
+    def split(self, pc: Piece) -> Piece:
+        """A request's runs as the server reads them (in its pieces, ``in_pieces``)."""
+        return in_pieces(pc[0], self.piece), pc[1]
+
+    def in_pieces(self) -> Plan:
+        """The plan with its reads' and readahead's runs in the server's pieces, split once
+        here (memoised) and not at each request."""
+        if not self.piece:
+            return self
+        key, memo = ("pieces", self.key, self.piece), self.compiled.memo
+        if key not in memo:
+            memo[key] = tuple(tuple(tuple(self.split(pc) for pc in steps) for steps in plan)
+                              for plan in (self.reads, self.ahead))  # fmt: skip
+        return replace(self, reads=memo[key][0], ahead=memo[key][1])
+
+    def read_steps(self, i: int, held: set[int]) -> tuple[Piece, ...]:
+        """Read ``i``'s requests: a cold cache's blocks it lacks (``held``: the blocks it
+        holds, file-keyed; updated), none from a warm one or after a stage-in, else its plan."""
+        if self.cache_state is not None:
+            if not self.blocks:
+                return ()
+            f = self.compiled.files[i]
+            missing = [b for b in self.blocks[i] if (f << 32) + b not in held]
+            held.update((f << 32) + b for b in missing)
+            return (self.split(blocks_piece(missing, self.block)),) if missing else ()
+        return () if self.staged else self.reads[i]
+
+    def copy_steps(self, i: int, copied: set[int]) -> tuple[Piece, ...]:
+        """A stage-in's open ``i``: the copy of its file if it is the file's first
+        (``copied``: the files copied, updated), else nothing."""
+        f = self.compiled.files[i]
+        if f in copied:
+            return ()
+        copied.add(f)
+        size = self.compiled.file_sizes[f]
+        return (self.split((((0, size),), size)),)
+
+    def paged(self, readahead: float) -> tuple[tuple[tuple[Paged, ...], tuple[Paged, ...]], ...]:
+        """A chained trace's requests with their page cache's outcomes (memoised): each
+        request's steps (its reads, a cold cache's blocks, a stage-in's copy) and a read's
+        readahead after them, as ``Paged``. A chain's requests go one after another, so every
+        pass of every client asks its page cache (its cache blocks and copies too, all cold at
+        each pass's start) the same things in the same order: the outcomes are the same for
+        each, found once here instead of at each request (``readahead``: the server's, bytes)."""
+        key = ("pass", self.key, self.cache_state, self.block, self.staged, self.piece, readahead)
+        c = self.compiled
+        if key in c.memo:
+            return c.memo[key]
+        plan = self.in_pieces()
+        pages: dict[int, tuple[list[int], list[int]]] = {}  # the page cache, by file
+        held: set[int] = set()
+        copied: set[int] = set()
+
+        def paged_in(f: int, steps: tuple[Piece, ...]) -> tuple[Paged, ...]:
+            cached = pages.setdefault(f, ([], []))
+            return tuple((runs, size, *page_in(cached, runs, readahead)) for runs, size in steps)
+
+        out: list[tuple[tuple[Paged, ...], tuple[Paged, ...]]] = []
+        for i, op in enumerate(c.ops):
+            f = c.files[i]
+            if op == READ:
+                ahead = plan.ahead[i] if plan.cache_state is None and plan.ahead else ()
+                out.append((paged_in(f, plan.read_steps(i, held)), paged_in(f, ahead)))
+            elif op == OPEN and plan.staged:  # a copy's key: -1 - its file
+                out.append((paged_in(-1 - f, plan.copy_steps(i, copied)), ()))
+            else:
+                out.append(((), ()))
+        c.memo[key] = tuple(out)
+        return c.memo[key]

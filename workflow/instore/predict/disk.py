@@ -113,6 +113,15 @@ class Disk:
         return start, service, end
 
 
+def in_pieces(runs: tuple[tuple[int, int], ...], piece: int) -> tuple[tuple[int, int], ...]:
+    """``runs`` as a server that reads at most ``piece`` bytes at once reads them (``page_in``'s
+    split, apart so that a plan read many times is split once; 0: each run whole)."""
+    if not piece:
+        return runs
+    return tuple((off + k, min(piece, length - k))
+                 for off, length in runs for k in range(0, length, piece))  # fmt: skip
+
+
 def page_in(cached: tuple[list[int], list[int]], runs: tuple[tuple[int, int], ...],
             readahead: float, piece: int = 0) -> tuple[int, int]:  # fmt: skip
     """The disk requests, and their bytes, that reading ``runs`` of one file costs: none for a
@@ -120,8 +129,7 @@ def page_in(cached: tuple[list[int], list[int]], runs: tuple[tuple[int, int], ..
     and the readahead after it. ``piece``: the most the server reads at once (XrdHttp's 128
     kB; 0: a run whole), a longer run read as pieces in turn, each a run of its own."""
     if piece:
-        runs = tuple((off + k, min(piece, length - k))
-                     for off, length in runs for k in range(0, length, piece))  # fmt: skip
+        runs = in_pieces(runs, piece)
     starts, ends = cached
     ios = nbytes = 0
     for off, length in runs:

@@ -50,18 +50,24 @@ class Flow:
     def finish(self, left: float, per_flow: float) -> float:
         """Its response, its bytes off the link at ``left``: no sooner than its window and
         the disk's streaming allow, then the return half of the round trip; its parts of the
-        time (``PARTS``' order) added to ``own`` (``per_flow``: seconds a byte of one flow)."""
-        other = max(self.d_end, left)
-        done = max(self.start + self.alone, other) + self.hop / 2
-        ramp = min(self.ramp, max(0.0, self.start + self.alone - other))  # as far as it is late
+        time (``PARTS``' order) added to ``own`` (``per_flow``: seconds a byte of one flow).
+        (Conditionals where max and min would do: the same values, at every response.)"""
+        other = left if left > self.d_end else self.d_end
+        flowed = self.start + self.alone
+        hop = self.hop
+        done = (other if other > flowed else flowed) + hop / 2
+        late = flowed - other
+        late = late if late > 0.0 else 0.0
+        ramp = late if late < self.ramp else self.ramp  # as far as it is late
         # the disk's streaming overlaps the transfer: only what the link does not hide
-        on_disk = self.d_seek + max(0.0, self.streamed - self.size * per_flow)
-        own = self.own
-        own[1] += self.hop + ramp
-        own[2] += self.cost
+        unhidden = self.streamed - self.size * per_flow
+        on_disk = self.d_seek + (unhidden if unhidden > 0.0 else 0.0)
+        own, cost, queued = self.own, self.cost, self.queued
+        own[1] += hop + ramp
+        own[2] += cost
         own[3] += on_disk
-        own[4] += self.queued
-        own[5] += done - self.t - self.hop - self.cost - self.queued - on_disk - ramp
+        own[4] += queued
+        own[5] += done - self.t - hop - cost - queued - on_disk - ramp
         return done
 
 
@@ -79,6 +85,8 @@ class SharedLink:
         self.version = 0  # bumped at every change: a departure scheduled before it is stale
 
     def advance(self, t: float) -> None:
+        """The state at ``t``: every flow on the link served its share since (inline in
+        ``arrive`` and ``depart``, which the model calls at every flow)."""
         if t > self.t:
             if self.flows:
                 self.v += (t - self.t) * self.rate / len(self.flows)
@@ -86,19 +94,29 @@ class SharedLink:
 
     def arrive(self, t: float, flow: Flow) -> None:
         """``flow``'s bytes reach the link at ``t`` (not before the state's time)."""
-        self.advance(t)
+        flows = self.flows
+        if t > self.t:  # advance(t)
+            if flows:
+                self.v += (t - self.t) * self.rate / len(flows)
+            self.t = t
         self.seq += 1
-        heapq.heappush(self.flows, (self.v + flow.size, self.seq, flow))
+        heapq.heappush(flows, (self.v + flow.size, self.seq, flow))
         self.version += 1
 
     def next_departure(self) -> float | None:
         """When the flow nearest its end leaves, if none arrives before (None: idle)."""
-        if not self.flows:
+        flows = self.flows
+        if not flows:
             return None
-        return self.t + max(0.0, self.flows[0][0] - self.v) * len(self.flows) / self.rate
+        left = flows[0][0] - self.v
+        return self.t + (left if left > 0.0 else 0.0) * len(flows) / self.rate
 
     def depart(self, t: float) -> Flow:
         """The flow that leaves at ``t`` (``next_departure``)."""
-        self.advance(t)
+        flows = self.flows
+        if t > self.t:  # advance(t)
+            if flows:
+                self.v += (t - self.t) * self.rate / len(flows)
+            self.t = t
         self.version += 1
-        return heapq.heappop(self.flows)[2]
+        return heapq.heappop(flows)[2]

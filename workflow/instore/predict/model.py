@@ -72,8 +72,7 @@ def _prediction(sim: Simulation) -> Prediction:
     compiled, clients, speed = sim.compiled, sim.clients, sim.speed
     ends = [w[0] for w in sim.walls]  # each client's first pass
     wall = sum(ends) / clients
-    think = [b * sim.stretch for b in sim.before]
-    mean = critical_path([f for f in sim.first if f], sim.lead, sim.tail, think)
+    mean = critical_path([f for f in sim.first if f], sim.lead, sim.tail, sim.think)
     cpu = compiled.cpu_s if compiled.cpu_s is not None else compiled.think_s
     cpu = (cpu + sim.cpu_req * compiled.reads + sim.cpu_mb * compiled.bytes_read / MB) / speed
     threads = max(1, compiled.threads)

@@ -105,14 +105,21 @@ def critical_path(first: list[tuple[tuple[float, int], list[list[float] | None],
     before it (``think``), the lead-in and the tail."""
     mean = dict.fromkeys(PARTS, 0.0)
     for (_, i), owns, setters in first:
-        chain = [lead, 0.0, 0.0, 0.0, 0.0, 0.0]
+        # each part's sum in a local of its own (the walk is a pass's every request, for each
+        # client): added in the same order as part by part, so to the same values
+        a, b, c, d, e, f = lead, 0.0, 0.0, 0.0, 0.0, 0.0
         while i >= 0:
-            own = owns[i] or [0.0] * 6
-            for k in range(6):
-                chain[k] += own[k]
-            chain[0] += think[i]
+            own = owns[i]
+            if own is not None:  # (a request without its own time adds nothing: 0.0 each)
+                a += own[0]
+                b += own[1]
+                c += own[2]
+                d += own[3]
+                e += own[4]
+                f += own[5]
+            a += think[i]
             i = setters[i]
-        for k, v in zip(PARTS, chain, strict=True):
+        for k, v in zip(PARTS, (a, b, c, d, e, f), strict=True):
             mean[k] += v / len(first)
     mean["think"] += tail
     return mean

@@ -16,9 +16,11 @@ from instore.predict.compiled import (
     READ,
     STAT,
     Compiled,
+    Paged,
     Piece,
+    Plan,
     block_plan,
-    blocks_piece,
+    chained,
     read_plan,
 )
 from instore.predict.disk import Disk, page_in
@@ -42,14 +44,14 @@ class Simulation:
     event loop and its steps (slotted: the loop reads them at every event)."""
 
     __slots__ = (
-        "ahead", "arriving", "before", "began", "block", "blocks", "c_rate", "c_rtt", "cache_state",
-        "clients", "compiled", "connect", "connected", "connections", "copied", "cpu_mb", "cpu_req",
-        "dependents", "disk", "files", "first", "flow", "got", "heap", "held", "hop_read",
+        "ahead", "arriving", "began", "block", "c_rate", "c_rtt", "cache_state", "clients",
+        "compiled", "connect", "connected", "connections", "copied", "cpu_mb", "cpu_req",
+        "dependents", "disk", "extra", "files", "first", "flow", "got", "heap", "held", "hop_read",
         "initial", "last", "lead", "left", "link", "local", "n", "nbytes", "now", "ops",
-        "origin_server", "own_of", "paged", "per_bw", "per_flow", "piece", "profile", "proto_name", "quiet",
-        "readahead", "reads", "ready", "remaining", "restart", "rtt", "sc", "sent", "server",
-        "setter", "size_on_link", "speed", "staged", "starts", "stretch", "tail", "until", "walls",
-        "whole",
+        "origin_server", "own_of", "paged", "per_bw", "per_flow", "piece", "plan", "planned",
+        "profile", "proto_name", "quiet", "readahead", "ready", "remaining", "restart", "rtt", "sc",
+        "sent", "server", "setter", "size_on_link", "speed", "staged", "starts", "stretch", "tail",
+        "think", "until", "walls", "whole",
     )  # fmt: skip
 
     def __init__(self, compiled: Compiled, profile: Profile, sc: Scenario) -> None:
@@ -121,19 +123,34 @@ class Simulation:
             cpu_mb = ((profile.client_cpu_mb_ms.value or 0.0)
                       - (sc.recorded_on.client_cpu_mb_ms.value or 0.0)) / 1000.0  # fmt: skip
         self.cpu_req, self.cpu_mb = cpu_req, cpu_mb
+        # each read's CPU the recording lacked (None: none; adding 0.0 would change nothing)
+        self.extra = None
+        if cpu_req or cpu_mb:
+            self.extra = tuple(cpu_req + cpu_mb * size / MB for size in compiled.nbytes)
         self.n = compiled.requests
         self.ops, self.files, self.nbytes = compiled.ops, compiled.files, compiled.nbytes
-        self.before, self.dependents = compiled.before, compiled.dependents
+        self.dependents = compiled.dependents
+        self.think = [b * stretch for b in compiled.before]  # each request's, before it
         max_read = proto.max_read_kb * 1024 if proto.max_read_kb else None
-        self.ahead: tuple[tuple[Piece, ...], ...] = ()
+        ahead: tuple[tuple[Piece, ...], ...] = ()
         if self.proto_name == FUSE:  # the kernel's pages and readahead in front of the mount
-            mounted = mount_plan(compiled, int(max_read // PAGE) if max_read else MAX_PAGES)
-            self.reads, self.ahead = tuple(w for w, _ in mounted), tuple(a for _, a in mounted)
+            most = int(max_read // PAGE) if max_read else MAX_PAGES
+            mounted, key = mount_plan(compiled, most), ("mount", most)
+            reads, ahead = tuple(w for w, _ in mounted), tuple(a for _, a in mounted)
         else:
-            self.reads = read_plan(compiled, proto.vector, max_read)
-        self.blocks = block_plan(compiled, self.block) if sc.xcache == "cold" else ()
+            key = ("reads", proto.vector, max_read)
+            reads = read_plan(compiled, proto.vector, max_read)
+        blocks = block_plan(compiled, self.block) if sc.xcache == "cold" else ()
+        self.plan = Plan(compiled, key, reads, ahead, blocks, self.block, self.cache_state,
+                         self.staged, self.piece).in_pieces()  # fmt: skip
+        self.ahead = self.plan.ahead
         self.lead = compiled.lead_s * stretch
         self.tail = compiled.tail_s * stretch
+        # a chain's page cache outcomes, the same at every pass (None: asked at each request,
+        # of the client's own page cache)
+        self.planned: tuple[tuple[tuple[Paged, ...], tuple[Paged, ...]], ...] | None = None
+        if chained(compiled):
+            self.planned = self.plan.paged(self.readahead)
 
     def _start(self) -> None:
         """Every client at the start of its first pass, and the events that begin it."""
@@ -165,10 +182,9 @@ class Simulation:
         # events: (time, client, request) a request sent; (time, -2, key) a flow reaching the
         # link; (time, -1, version) the link's next departure (stale once the link changed)
         self.heap: list[tuple[float, int, int]] = []
-        heap = self.heap
-        before, stretch = self.before, self.stretch
+        heap, think = self.heap, self.think
         for c in range(clients):
-            heap.extend((lead + before[i] * stretch, c, i) for i in starts)
+            heap.extend((lead + think[i], c, i) for i in starts)
         heapq.heapify(heap)
         self.arriving: dict[int, Flow] = {}  # flows on their way to the link, by key
         self.sent = 0
@@ -182,24 +198,23 @@ class Simulation:
         """The events in time order until none is left: requests sent, flows reaching the
         link, the link's departures (the hot loop: what it reads often it holds in locals)."""
         heap, link, arriving, per_flow = self.heap, self.link, self.arriving, self.per_flow
-        pop, departures, run, request = heapq.heappop, self.departures, self.run, self.request
+        pop, push, run, request = heapq.heappop, heapq.heappush, self.run, self.request
         while heap:
             t, c, i = pop(heap)
             self.now = t
-            if c == -2:  # a flow reaches the link
-                link.arrive(t, arriving.pop(i))
-                departures()
-                continue
-            if c == -1:  # the link's next departure, unless the link changed since
+            if c >= 0:  # a request sent
+                request(c, i, t)
+            elif c == -1:  # the link's next departure, unless the link changed since
                 if i == link.version:
                     fl = link.depart(t)
-                    departures()
+                    if link.flows:
+                        push(heap, (link.next_departure(), -1, link.version))
                     done = fl.finish(t, per_flow)
                     if fl.i >= 0:  # the request's next step, or its response
                         key, steps, k, start, hop, cost = fl.then
                         run(fl.c, fl.i, key, steps, k, done, start, hop, cost, fl.own)
-                continue
-            request(c, i, t)
+            else:  # a flow reaches the link
+                self.arrive(t, arriving.pop(i))
 
     def request(self, c: int, i: int, t: float) -> None:
         """Client ``c``'s request ``i`` sent at ``t``: a read's requests across the link (a
@@ -207,51 +222,53 @@ class Simulation:
         first open, or the round trips an open, close or stat costs."""
         op = self.ops[i]
         own = [0.0] * 6
-        end = t
+        planned = self.planned
         if op == READ:
-            f = self.files[i]
-            steps, hop, cost = self.reads[i], self.hop_read, self.server
+            steps = planned[i][0] if planned is not None else self.plan.read_steps(i, self.held[c])
             if self.cache_state is not None:  # a cold cache fetches the blocks it lacks first
-                mine, blocks = self.held[c], self.blocks
-                missing = [b for b in blocks[i] if (f << 32) + b not in mine] if blocks else []
-                mine.update((f << 32) + b for b in missing)
-                steps = (blocks_piece(missing, self.block),) if missing else ()
-                hop, cost = self.rtt, self.origin_server
-            elif self.staged:  # read from the worker's page cache after the copy
-                steps = ()
-            self.run(c, i, f, steps, 0, t, t, hop, cost, own)
+                self.run(c, i, self.files[i], steps, 0, t, t, self.rtt, self.origin_server, own)
+            else:
+                self.run(c, i, self.files[i], steps, 0, t, t, self.hop_read, self.server, own)
             return
-        local, staged, rtt = self.local, self.staged, self.rtt
-        if op == OPEN and staged and self.files[i] not in self.copied[c]:
-            f = self.files[i]
-            self.copied[c].add(f)
-            own[1] += rtt  # the copy's own open
-            size = self.compiled.file_sizes[f]
-            self.run(c, i, -1 - f, ((((0, size),), size),), 0, t + rtt, t, rtt, self.server, own)
-            return
-        if op == OPEN and not local and not staged:
+        end, rtt = t, self.rtt
+        if self.staged:  # a file's first open copies it; the rest cost nothing
+            if op == OPEN:
+                copy = (
+                    planned[i][0]
+                    if planned is not None
+                    else self.plan.copy_steps(i, self.copied[c])
+                )
+                if copy:
+                    own[1] += rtt  # the copy's own open
+                    self.run(c, i, -1 - self.files[i], copy, 0, t + rtt, t, rtt, self.server, own)
+                    return
+        elif self.local:  # in place: no round trip
+            pass
+        elif op == OPEN:
             trips = 1 if self.connected[c] else 1 + self.connect  # its first open connects first
             self.connected[c] = True
             hop = self.c_rtt if self.cache_state is not None else rtt
             end = t + trips * hop + self.server
             own[1] += trips * hop
             own[2] += self.server
-        elif op in (CLOSE, STAT) and not local and not staged:
+        elif op in (CLOSE, STAT):
             hop = self.c_rtt if self.cache_state is not None else rtt
             end = t + hop
             own[1] += hop
         self.respond(c, i, end, own)
 
-    def remote(self, c: int, key: int, pc: Piece, t: float, hop: float, cost: float,
+    def remote(self, c: int, key: int, pc: Piece | Paged, t: float, hop: float, cost: float,
                own: list[float]) -> float | Flow:  # fmt: skip
         """One request across the link: a round trip, the server, the disk (a FIFO queue to
         its servers, the first free one taking it: one request, its service time and its
         bytes, for each run the page cache does not hold), the transfer (the link shared by
         the flows on it, a flow no faster than its window). Its response's time, or the
         ``Flow`` it waits on where other flows may share the link with it."""
-        runs, size = pc
-        cached = self.paged[c].setdefault(key, ([], []))
-        ios, disk_bytes = page_in(cached, runs, self.readahead, self.piece)
+        if self.planned is None:  # client c's page cache in this pass (runs in pieces already)
+            runs, size = pc  # type: ignore[misc]
+            ios, disk_bytes = page_in(self.paged[c].setdefault(key, ([], [])), runs, self.readahead)
+        else:
+            _, size, ios, disk_bytes = pc  # type: ignore[misc]
         arrive = t + hop / 2 + cost
         d_start, d_seek, d_end = self.disk.serve(arrive, ios, disk_bytes)
         if not self.size_on_link:
@@ -261,46 +278,56 @@ class Simulation:
             own[4] += d_start - arrive
             own[5] += d_end - t - hop - cost - (d_end - arrive)
             return d_end
-        link, per_flow = self.link, self.per_flow
-        l_start = max(d_start + d_seek, self.quiet, self.now, link.t)
+        link = self.link
+        # the flow's bytes reach the link once the disk has them, not before the link's time
+        # (nor the event in hand's, nor the end of a lone flow finished without an event)
+        l_start = d_start + d_seek
+        if self.quiet > l_start:
+            l_start = self.quiet
+        if self.now > l_start:
+            l_start = self.now
+        if link.t > l_start:
+            l_start = link.t
         # a copy (stage-in: key < 0) opens a connection of its own
         conn = self.connection(hop) if key < 0 else self.connections[c]
-        flowing, ramp = conn.send(size, l_start) if hop else (size * per_flow, 0.0)
+        flowing, ramp = conn.send(size, l_start) if hop else (size * self.per_flow, 0.0)
         fl = Flow(l_start, size, flowing, d_end, t, hop, cost, d_start - arrive, d_seek,
                   d_end - d_start - d_seek, ramp, own)  # fmt: skip
         alone = l_start + size * self.per_bw
         heap = self.heap
         if not link.flows and (not heap or heap[0][0] >= alone):  # no flow can meet it
             self.quiet = alone
-            return fl.finish(alone, per_flow)
+            return fl.finish(alone, self.per_flow)
         return fl
 
     def after(self, c: int, i: int, start: float, end: float, own: list[float]) -> float:
         """A read's response after its requests: the cache's own read, what the kernel reads
         ahead sent on (queued, not waited for), the client's CPU."""
-        size = self.nbytes[i]
         if self.cache_state is not None:
+            size = self.nbytes[i]
             end += self.c_rtt + size / self.c_rate
             own[1] += self.c_rtt
             own[5] += size / self.c_rate
         elif self.ahead:
-            f, hop, server = self.files[i], self.hop_read, self.server
-            for pc in self.ahead[i]:
+            f, hop, server, planned = self.files[i], self.hop_read, self.server, self.planned
+            for pc in self.ahead[i] if planned is None else planned[i][1]:
                 fl = self.remote(c, f, pc, start, hop, server, [0.0] * 6)
                 if fl.__class__ is Flow:
                     self.send(fl)  # type: ignore[arg-type]
-        extra = self.cpu_req + self.cpu_mb * size / MB
+        if self.extra is None:
+            return end
+        extra = self.extra[i]
         own[0] += extra
         return end + extra
 
-    def run(self, c: int, i: int, key: int, steps: tuple[Piece, ...], k: int, t: float,
-            start: float, hop: float, cost: float, own: list[float]) -> None:  # fmt: skip
+    def run(self, c: int, i: int, key: int, steps: tuple[Piece, ...] | tuple[Paged, ...], k: int,
+            t: float, start: float, hop: float, cost: float, own: list[float]) -> None:  # fmt: skip
         """Request ``i``'s requests across the link in turn from the ``k``-th (a read's, a cold
         cache's blocks, a stage-in's copy: ``key`` < 0), on to a flow it waits on (the rest
         when its flow is off the link) or to its response."""
         end: float | Flow = t
-        remote = self.remote
-        while k < len(steps):
+        remote, n = self.remote, len(steps)
+        while k < n:
             end = remote(c, key, steps[k], end, hop, cost, own)  # type: ignore[arg-type]
             k += 1
             if end.__class__ is Flow:
@@ -313,21 +340,27 @@ class Simulation:
         """``fl`` on its way to the link: there at once if nothing happens before."""
         heap = self.heap
         if not heap or heap[0][0] >= fl.start:
-            self.link.arrive(fl.start, fl)
-            self.departures()
+            self.arrive(fl.start, fl)
             return
         key = self.sent = self.sent + 1
         self.arriving[key] = fl
         heapq.heappush(heap, (fl.start, -2, key))
 
+    def arrive(self, t: float, fl: Flow) -> None:
+        """``fl``'s bytes on the link at ``t``, and the link's next departure as an event
+        (made stale by any change to the link)."""
+        link = self.link
+        link.arrive(t, fl)
+        heapq.heappush(self.heap, (link.next_departure(), -1, link.version))
+
     def respond(self, c: int, i: int, end: float, own: list[float]) -> None:
         """Request ``i``'s response at ``end``: kept for the critical path, and the requests
         that waited on it sent once nothing else holds them (their think time after)."""
         self.own_of[c][i] = own
-        last, left = self.last, self.left
+        last = self.last
         if end >= last[c][0]:
             last[c] = (end, i)
-        if self.ops[i] == READ and end <= self.until:
+        if end <= self.until and self.ops[i] == READ:
             self.got[c] += self.nbytes[i]
         r, rem, who = self.ready[c], self.remaining[c], self.setter[c]
         for j in self.dependents[i]:
@@ -335,8 +368,9 @@ class Simulation:
                 r[j] = end
                 who[j] = i
             rem[j] -= 1
-            if rem[j] == 0:
-                heapq.heappush(self.heap, (r[j] + self.before[j] * self.stretch, c, j))
+            if not rem[j]:
+                heapq.heappush(self.heap, (r[j] + self.think[j], c, j))
+        left = self.left
         left[c] -= 1
         if not left[c]:
             self.next_pass(c)
@@ -358,12 +392,6 @@ class Simulation:
         self.own_of[c], self.setter[c] = [None] * n, [-1] * n
         self.remaining[c], self.ready[c], self.left[c] = list(self.compiled.deps), [0.0] * n, n
         self.paged[c], self.held[c], self.copied[c] = {}, set(), set()
-        before, stretch = self.before, self.stretch
+        think = self.think
         for j in self.starts:
-            heapq.heappush(self.heap, (end + lead + before[j] * stretch, c, j))
-
-    def departures(self) -> None:
-        """The link's next departure as an event (made stale by any change to the link)."""
-        at = self.link.next_departure()
-        if at is not None:
-            heapq.heappush(self.heap, (at, -1, self.link.version))
+            heapq.heappush(self.heap, (end + lead + think[j], c, j))

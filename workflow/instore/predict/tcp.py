@@ -66,26 +66,29 @@ class Connection:
                 and start - self.sent_until > self.rto):  # fmt: skip
             window = self._shrunk(window, start - self.sent_until)
         elapsed, left = 0.0, float(size)
+        path, rate, rtt = self.path, self.rate, self.rtt_s
         while left > 0:
-            if window >= self.path:  # the window fills the path: the rest flows at the rate
-                elapsed += left / self.rate
+            if window >= path:  # the window fills the path: the rest flows at the rate
+                elapsed += left / rate
                 break
-            sent = min(window, left)
+            sent = left if left < window else window
             left -= sent
             if left > 0:
-                elapsed += self.rtt_s  # wait for the acknowledgements, then twice as many
+                elapsed += rtt  # wait for the acknowledgements, then twice as many
                 window *= 2
             else:
-                elapsed += sent / self.rate
-        self.window = max(window, self.initial)
+                elapsed += sent / rate
+        self.window = self.initial if self.initial > window else window
         self.sent_until = start + elapsed
         return elapsed
 
     def _shrunk(self, window: float, idle: float) -> float:
-        """Linux's tcp_cwnd_restart: halved for every timeout of idleness, to the initial."""
-        restart = min(self.initial, window)
-        idle -= self.rto
+        """Linux's tcp_cwnd_restart: halved for every timeout of idleness, to the initial
+        (conditionals for min and max, as in ``flow_time``: the same values, cheaper)."""
+        restart = window if window < self.initial else self.initial
+        rto = self.rto
+        idle -= rto
         while idle > 0 and window > restart:
             window /= 2
-            idle -= self.rto
-        return max(window, restart)
+            idle -= rto
+        return restart if restart > window else window
