@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from instore.predict.readahead import PAGE, FilePages
+from instore.predict.pages import PAGE, FilePages
 from instore.replay.trace import load_trace
 
 from tests.integration.grid_site import needs_xrootd, readable_tmp, xrootd_server

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from instore.predict.compiled import compile_trace
-from instore.predict.readahead import PAGE, FilePages, mount_plan
+from instore.predict.pages import PAGE, FilePages
+from instore.predict.readahead import mount_plan
 from instore.replay.trace import load_trace
 
 DATA = Path(__file__).parent / "data" / "xrootdfs-agc-uproot"
@@ -32,6 +33,13 @@ def test_a_lone_small_read_takes_its_own_page_only() -> None:
     assert f.read(50 * PAGE + 100, 34) == ([(50, 1)], [])
     # the next read reaches into page 51: a read that follows the last opens a window
     assert f.read(50 * PAGE + 4000, 200) == ([(51, 4)], [])
+
+
+def test_a_read_behind_the_last_one_is_not_read_as_following_it() -> None:
+    f = FilePages(32)
+    f.read(0, 403)
+    f.read(50 * PAGE, 100)
+    assert f.read(40 * PAGE, 100) == ([(40, 1)], [])  # a lone read, not a window
 
 
 def test_a_large_read_goes_as_128_kB_requests() -> None:
@@ -63,9 +71,11 @@ def test_the_mount_asks_the_server_for_what_xrootdfs_asked_for_an_analysis() -> 
         f.read(off, size)
     planned = [(a * PAGE, n * PAGE) for a, n in f.out]
     assert len(recorded) == 318 and sum(n for _, n in recorded) == 12_128_256
-    assert len(planned) == pytest.approx(len(recorded), rel=0.05)
-    assert sum(n for _, n in planned) == pytest.approx(sum(n for _, n in recorded), rel=0.05)
-    assert len(set(planned) & set(recorded)) >= 0.8 * len(recorded)
+    assert len(planned) == pytest.approx(len(recorded), rel=0.02)
+    assert sum(n for _, n in planned) == pytest.approx(sum(n for _, n in recorded), rel=0.02)
+    # 284 of 318 (270, 312 requests of 12.4 MB, while a read behind the last counted as one
+    # following it)
+    assert len(set(planned) & set(recorded)) >= 0.85 * len(recorded)
     # the model's plan is the same requests, read in the trace's order, its stretches joined
     c = compile_trace(load_trace(DATA / "trace"))
     pieces = [pc for waited, ahead in mount_plan(c) for pc in waited + ahead]

@@ -11,6 +11,7 @@ from typing import Any
 
 from instore.errors import InstoreError
 from instore.predict.disk import in_pieces, page_in
+from instore.predict.pages import PAGE, FilePages, read_through
 from instore.replay.streams import plan
 from instore.replay.trace import READ_OPS, Request, Trace
 
@@ -233,6 +234,20 @@ class Plan:
         size = self.compiled.file_sizes[f]
         return (self.split((((0, size),), size)),)
 
+    def page_in(self, pages: dict[int, Any], f: int, runs: tuple[tuple[int, int], ...],
+                readahead: float) -> tuple[int, int]:  # fmt: skip
+        """The disk requests, and their bytes, that reading ``runs`` of file ``f`` (a copy's:
+        below 0) costs the server, whose page cache ``pages`` holds by file (updated): a FUSE
+        mount's requests through its kernel's readahead (``read_through``), else one read per
+        run the cache lacks (``disk.page_in``); ``readahead``: the server's, bytes."""
+        if self.key[0] != "mount" or self.cache_state is not None or f < 0:
+            return page_in(pages.setdefault(f, ([], [])), runs, readahead)
+        file_pages = pages.get(f)
+        if file_pages is None:
+            file_pages = pages[f] = FilePages(max(1, int(readahead // PAGE)),
+                                              -(-self.compiled.file_sizes[f] // PAGE))  # fmt: skip
+        return read_through(file_pages, runs)
+
     def paged(self, readahead: float) -> tuple[tuple[tuple[Paged, ...], tuple[Paged, ...]], ...]:
         """A chained trace's requests with their page cache's outcomes (memoised): each
         request's steps (its reads, a cold cache's blocks, a stage-in's copy) and a read's
@@ -245,13 +260,13 @@ class Plan:
         if key in c.memo:
             return c.memo[key]
         plan = self.in_pieces()
-        pages: dict[int, tuple[list[int], list[int]]] = {}  # the page cache, by file
+        pages: dict[int, Any] = {}  # the server's page cache, by file (``page_in``)
         held: set[int] = set()
         copied: set[int] = set()
 
         def paged_in(f: int, steps: tuple[Piece, ...]) -> tuple[Paged, ...]:
-            cached = pages.setdefault(f, ([], []))
-            return tuple((runs, size, *page_in(cached, runs, readahead)) for runs, size in steps)
+            return tuple((runs, size, *plan.page_in(pages, f, runs, readahead))
+                         for runs, size in steps)  # fmt: skip
 
         out: list[tuple[tuple[Paged, ...], tuple[Paged, ...]]] = []
         for i, op in enumerate(c.ops):

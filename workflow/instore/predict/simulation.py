@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from typing import Any
 
 from instore.access import FUSE, POSIX, STAGE_IN, XROOTD
 from instore.errors import InstoreError
@@ -23,7 +24,7 @@ from instore.predict.compiled import (
     chained,
     read_plan,
 )
-from instore.predict.disk import Disk, page_in
+from instore.predict.disk import Disk
 from instore.predict.link import Flow, SharedLink
 from instore.predict.profile import Profile, Protocol
 from instore.predict.readahead import MAX_PAGES, PAGE, mount_plan
@@ -159,7 +160,7 @@ class Simulation:
         self.quiet = 0.0
         self.now = 0.0  # the time of the event in hand
         # file -> the byte ranges the page cache holds (starts, ends; sorted, disjoint)
-        self.paged: list[dict[int, tuple[list[int], list[int]]]] = [{} for _ in range(clients)]
+        self.paged: list[dict[int, Any]] = [{} for _ in range(clients)]  # Plan.page_in's
         self.held: list[set[int]] = [set() for _ in range(clients)]  # cached blocks (file-keyed)
         self.copied: list[set[int]] = [set() for _ in range(clients)]  # staged-in files
         self.connected = [False] * clients
@@ -266,7 +267,7 @@ class Simulation:
         ``Flow`` it waits on where other flows may share the link with it."""
         if self.planned is None:  # client c's page cache in this pass (runs in pieces already)
             runs, size = pc  # type: ignore[misc]
-            ios, disk_bytes = page_in(self.paged[c].setdefault(key, ([], [])), runs, self.readahead)
+            ios, disk_bytes = self.plan.page_in(self.paged[c], key, runs, self.readahead)
         else:
             _, size, ios, disk_bytes = pc  # type: ignore[misc]
         arrive = t + hop / 2 + cost
