@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from instore.predict.compiled import compile_trace
-from instore.predict.disk import Disk, DiskRule, page_in
+from instore.predict.disk import Disk, DiskRule, in_pieces, page_in
 from instore.predict.fit import fit_profile
 from instore.predict.pages import FilePages, read_through
 from instore.predict.profile import read_profile
@@ -47,10 +47,10 @@ def test_a_throttle_charges_each_block_request_a_service_time_and_nothing_for_it
 
 def test_a_server_reading_in_pieces_makes_a_disk_request_for_each_piece_it_lacks() -> None:
     whole = page_in(([], []), ((0, 1 << 20),), 128 * 1024)
-    pieces = page_in(([], []), ((0, 1 << 20),), 128 * 1024, piece=128 * 1024)
+    pieces = page_in(([], []), in_pieces(((0, 1 << 20),), 128 * 1024), 128 * 1024)
     assert whole == (1, 1 << 20) and pieces == (8, 1 << 20)
     cached = ([0], [1 << 20])
-    assert page_in(cached, ((0, 1 << 20),), 128 * 1024, piece=128 * 1024) == (0, 0)
+    assert page_in(cached, in_pieces(((0, 1 << 20),), 128 * 1024), 128 * 1024) == (0, 0)
 
 
 def test_a_mounts_requests_read_ahead_at_the_server_and_split_around_its_cached_pages() -> None:

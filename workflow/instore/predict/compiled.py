@@ -197,6 +197,11 @@ class Plan:
     staged: bool
     piece: int
 
+    @property
+    def mounted(self) -> bool:
+        """Its reads are a FUSE mount's requests (``mount_plan``'s)."""
+        return self.key[0] == "mount"
+
     def split(self, pc: Piece) -> Piece:
         """A request's runs as the server reads them (in its pieces, ``in_pieces``)."""
         return in_pieces(pc[0], self.piece), pc[1]
@@ -240,7 +245,7 @@ class Plan:
         below 0) costs the server, whose page cache ``pages`` holds by file (updated): a FUSE
         mount's requests through its kernel's readahead (``read_through``), else one read per
         run the cache lacks (``disk.page_in``); ``readahead``: the server's, bytes."""
-        if self.key[0] != "mount" or self.cache_state is not None or f < 0:
+        if not self.mounted or self.cache_state is not None or f < 0:
             return page_in(pages.setdefault(f, ([], [])), runs, readahead)
         file_pages = pages.get(f)
         if file_pages is None:

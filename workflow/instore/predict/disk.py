@@ -114,8 +114,8 @@ class Disk:
 
 
 def in_pieces(runs: tuple[tuple[int, int], ...], piece: int) -> tuple[tuple[int, int], ...]:
-    """``runs`` as a server that reads at most ``piece`` bytes at once reads them (``page_in``'s
-    split, apart so that a plan read many times is split once; 0: each run whole)."""
+    """``runs`` as a server that reads at most ``piece`` bytes at once reads them, each piece a
+    run of its own for ``page_in`` (split once per plan, ``Plan.in_pieces``; 0: runs whole)."""
     if not piece:
         return runs
     return tuple((off + k, min(piece, length - k))
@@ -123,13 +123,11 @@ def in_pieces(runs: tuple[tuple[int, int], ...], piece: int) -> tuple[tuple[int,
 
 
 def page_in(cached: tuple[list[int], list[int]], runs: tuple[tuple[int, int], ...],
-            readahead: float, piece: int = 0) -> tuple[int, int]:  # fmt: skip
+            readahead: float) -> tuple[int, int]:  # fmt: skip
     """The disk requests, and their bytes, that reading ``runs`` of one file costs: none for a
     run the page cache holds (``cached``: its ranges, updated), else one that reads the run
-    and the readahead after it. ``piece``: the most the server reads at once (XrdHttp's 128
-    kB; 0: a run whole), a longer run read as pieces in turn, each a run of its own."""
-    if piece:
-        runs = in_pieces(runs, piece)
+    and the readahead after it. A server that reads at most a piece at once (XrdHttp's 128 kB)
+    is given its runs in those pieces (``in_pieces``), each a run of its own."""
     starts, ends = cached
     ios = nbytes = 0
     for off, length in runs:
