@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from instore.site import SiteConfig, load_site, open_site
 from instore.site.calibrate import fio
-from instore.site.emulated import EmulatedLive, existing, teardown
+from instore.site.emulated import EmulatedLive, blkio, existing, teardown
 from instore.site.emulated.delay import measure_rtt_ms
 from instore.site.emulated.names import SiteNames
 from instore.site.emulated.system import in_netns, instance_log
@@ -140,9 +140,19 @@ def test_iops_limit_caps_random_reads_within_15_percent(site: EmulatedLive) -> N
     limit = site.config.disk.read_iops
     print(f"{site.config.name}: IOPS limit {limit}, measured {result['iops']:.0f}")
     if limit is None:
-        assert result["iops"] > 1000  # SSD profile: not throttled
+        assert_unthrottled(site, result["iops"], depth=1)
     else:
         assert abs(result["iops"] / limit - 1) <= 0.15
+
+
+def assert_unthrottled(site: EmulatedLive, iops: float, depth: int) -> None:
+    """An SSD profile sets no limit: the cgroup reads at the host disk's own rate. A fixed
+    floor tested the host instead (the CI machine of 217c00a served 342 direct 4 KiB reads a
+    second at depth 1, in the cgroup or out of it), so the same fio runs outside the cgroup."""
+    assert all(not v for v in blkio.limits(site.names.cgroup).values())
+    host = fio(site.names.data_dir, "randread", "4k", 3, 128, depth=depth)
+    print(f"{site.config.name}: outside the cgroup {host['iops']:.0f} at depth {depth}")
+    assert iops >= 0.7 * host["iops"], (iops, host["iops"])
 
 
 def test_an_iops_limit_holds_with_many_reads_in_flight(site: EmulatedLive) -> None:
@@ -153,7 +163,7 @@ def test_an_iops_limit_holds_with_many_reads_in_flight(site: EmulatedLive) -> No
     limit = site.config.disk.read_iops
     print(f"{site.config.name}: IOPS limit {limit}, measured {deep['iops']:.0f} at depth 16")
     if limit is None:
-        assert deep["iops"] > 1000
+        assert_unthrottled(site, deep["iops"], depth=FIO_QUEUE_DEPTH)
     else:
         assert abs(deep["iops"] / limit - 1) <= 0.15
 

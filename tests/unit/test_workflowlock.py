@@ -83,7 +83,9 @@ def test_lock_of_a_killed_snakemake_is_cleared_and_the_next_run_locks(
 def test_lock_of_a_running_snakemake_is_kept(
     workdir: Path, running_snakemake: subprocess.Popen[bytes]
 ) -> None:
-    assert snakemake_pids(workdir) == [running_snakemake.pid]
+    # a child Snakemake forks for its job carries its command line until it execs: under load
+    # (make test of 217c00a) it was seen as a second pid, so the holder is one of them
+    assert running_snakemake.pid in snakemake_pids(workdir)
     locks = lock_files(workdir)
     line = clear_stale_lock(workdir)
     assert line and f"pid {running_snakemake.pid}" in line and "its lock stays" in line
