@@ -26,7 +26,7 @@ SEEK = 1 / 150  # lan-hdd: 150 IOPS
 SEQ = 78.8e6  # fio's 1 MiB reads through the throttle: 150 x the block layer's 512 kB
 TINY = 1e-9  # a throttle whose burst passes no request
 RUN = Path(__file__).parents[2] / "docs/data/trials/study-9fa2734"
-REFERENCE = Path(__file__).parents[2] / "docs/data/reference/run-logs"
+RUN_43B4BD1 = Path(__file__).parents[2] / "docs/data/trials/study-43b4bd1"
 KB128 = 128 * 1024
 
 
@@ -74,17 +74,17 @@ def _disk_requests(sim: Simulation) -> int:
 
 
 def test_lan_hdds_fuse_replays_make_about_the_block_devices_count_of_requests() -> None:
-    """The reference run's lan-hdd (150 IOPS: a replay's wall is mostly its disk requests):
+    """The run of 43b4bd1's lan-hdd (the reference run then; 150 IOPS: a replay's wall is mostly its disk requests):
     through the mount the block device counted 371, 266 and 224 requests for agc-uproot,
     agc-coffea and agc-rdf. Read as one request per run the model made 278, 208 and 178, and
     predicted each faster through the mount than read in place, the reverse of the measured."""
-    profile = read_profile(REFERENCE / "profiles/lan-hdd-profile.json")
-    with lzma.open(REFERENCE / "lan-hdd-records.jsonl.xz", "rt") as f:
+    profile = read_profile(RUN_43B4BD1 / "profiles/lan-hdd-profile.json")
+    with lzma.open(RUN_43B4BD1 / "lan-hdd-records.jsonl.xz", "rt") as f:
         replays = [r for r in map(json.loads, f) if r.get("section") == "replay"]
     fuse = {r["trace"]: r for r in replays if r["protocol"] == "fuse"}
     assert sorted(fuse) == ["agc-coffea", "agc-rdf", "agc-uproot"]
     for name, r in fuse.items():
-        c = compile_trace(load_trace(REFERENCE / "traces/lan-ssd" / name))
+        c = compile_trace(load_trace(RUN_43B4BD1 / "traces/lan-ssd" / name))
         sim = Simulation(c, profile, Scenario(protocol="fuse"))
         assert _disk_requests(sim) == pytest.approx(r["disk_reads"], rel=0.15), name
         walls = {}
