@@ -34,7 +34,7 @@ from instore.vocabulary import LAYOUTS
 
 REFERENCE = REPO_ROOT / "docs" / "data" / "reference" / "points.csv"
 # What a sweep spends around each measurement (caches dropped, jobs launched, records
-# written, the site brought up): the reference run's wan sweep took 899 s for 87 measurements
+# written, the site brought up): the run of 43b4bd1's wan sweep took 899 s for 87 measurements
 # whose jobs' median walls add up to 702 s, 2.3 s each.
 OVERHEAD_S = 2.3
 
