@@ -49,27 +49,45 @@ def run(
 
 
 def cmdline(pid: int) -> str:
-    """The command line of a live process, or '' if it is gone."""
+    """The command line of a live process, or '' if it is gone. A threaded server whose main
+    thread has ended (XRootD's, while its other threads shut down) shows an empty one for the
+    process: it is read through a thread that still runs."""
+    for source in (f"/proc/{pid}", *(str(t) for t, _ in _threads(pid))):
+        try:
+            raw = Path(source, "cmdline").read_bytes()
+        except OSError:
+            continue
+        if raw:
+            return raw.replace(b"\0", b" ").decode(errors="replace").strip()
+    return ""
+
+
+def _threads(pid: int) -> list[tuple[Path, str]]:
+    """Each thread of ``pid`` (its /proc task directory) with its state letter."""
+    out = []
     try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
-        return ""
-    return raw.replace(b"\0", b" ").decode(errors="replace").strip()
+        return out
+    for task in tasks:
+        try:
+            out.append((task, (task / "stat").read_text().rsplit(")", 1)[1].split()[0]))
+        except (OSError, IndexError):
+            continue
+    return out
 
 
 def alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie or a dead process is not alive)."""
+    """True while any thread of ``pid`` runs (a zombie or a dead process is not alive). Its
+    main thread alone is not enough: a threaded server's can end first while the others
+    still hold its listening socket, and a successor started then finds the port in use."""
     if pid <= 0:
         return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
+    return any(state not in ("Z", "X") for _, state in _threads(pid))
 
 
 def start_time(pid: int) -> int | None:
