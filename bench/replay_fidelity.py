@@ -40,7 +40,7 @@ Results go to bench/fidelity_results.json with the machine they ran on. Needs ro
 finished `make study` (its traces, files and profiles). Usage:
   python bench/replay_fidelity.py [--sites lan-hdd wan] [--wan-rtt 50] [--runs 3] [--xcache]
                                  [--study-traces] [--traces agc-rdf-mt2 ...] [--profiles DIR]
-                                 [--out FILE]
+                                 [--keep-traces DIR] [--out FILE]
   python bench/replay_fidelity.py --model-only [--profiles DIR] [--out FILE]
 """
 
@@ -308,6 +308,10 @@ def main() -> None:
     ap.add_argument("--model-only", action="store_true",
                     help="add the model's predictions to the rows of the last run whose "
                     "traces still exist, measuring nothing")  # fmt: skip
+    ap.add_argument("--keep-traces", type=Path, default=None,
+                    help="record the traces into this directory and keep them (default: a "
+                    "temporary one, gone when the run ends), so --model-only can predict "
+                    "its rows again later")  # fmt: skip
     ap.add_argument("--traces", nargs="+", default=None,
                     help="measure these traces only (default: all), keeping the other traces' "
                     "rows of the results file")  # fmt: skip
@@ -336,7 +340,9 @@ def main() -> None:
         if args.study_traces:
             dirs = {n: trace_dir(DATA, RECORDED_ON, n) for n in traces}
         else:
-            dirs = {n: record_trace(s, tree, Path(variants) / n) for n, s in traces.items()}
+            into = args.keep_traces or Path(variants)
+            into.mkdir(parents=True, exist_ok=True)
+            dirs = {n: record_trace(s, tree, into / n) for n, s in traces.items()}
         recorded = {**kept.get("recorded", {}),
                     **{n: json.loads((d / "trace.json").read_text()) for n, d in dirs.items()}}  # fmt: skip
         rows: list[dict] = []
