@@ -142,7 +142,25 @@ def test_iops_limit_caps_random_reads_within_15_percent(site: EmulatedLive) -> N
     if limit is None:
         assert_unthrottled(site, result["iops"], depth=1)
     else:
-        assert abs(result["iops"] / limit - 1) <= 0.15
+        assert_throttled(site, result["iops"], limit, depth=1)
+
+
+def assert_throttled(site: EmulatedLive, iops: float, limit: int, depth: int) -> None:
+    """The throttle caps the reads at the limit, and lets them reach it where the host disk
+    can: the CI of b6e5e17 measured 100 a second against 150 while Apptainer was being built
+    from source beside it (its writes on the same disk), so a rate under the limit is measured
+    again, up to twice, and held to what the host serves outside the cgroup at that moment."""
+    assert iops <= 1.15 * limit, "the throttle caps the reads"
+    tries = [iops]
+    while tries[-1] < 0.85 * limit and len(tries) < 3:
+        time.sleep(1)
+        tries.append(fio(site.names.data_dir, "randread", "4k", 3, 128, site.names.cgroup,
+                         depth=depth)["iops"])  # fmt: skip
+        assert tries[-1] <= 1.15 * limit, tries
+    if tries[-1] < 0.85 * limit:
+        host = fio(site.names.data_dir, "randread", "4k", 3, 128, depth=depth)["iops"]
+        print(f"{site.config.name}: {tries}; outside the cgroup {host:.0f} at depth {depth}")
+        assert tries[-1] >= 0.85 * min(limit, host), (tries, host)
 
 
 def assert_unthrottled(site: EmulatedLive, iops: float, depth: int) -> None:
@@ -165,7 +183,7 @@ def test_an_iops_limit_holds_with_many_reads_in_flight(site: EmulatedLive) -> No
     if limit is None:
         assert_unthrottled(site, deep["iops"], depth=FIO_QUEUE_DEPTH)
     else:
-        assert abs(deep["iops"] / limit - 1) <= 0.15
+        assert_throttled(site, deep["iops"], limit, depth=FIO_QUEUE_DEPTH)
 
 
 def test_every_protocol_serves_the_same_bytes(site: EmulatedLive, blob: Path, tmp_path) -> None:
