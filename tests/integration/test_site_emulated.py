@@ -164,13 +164,21 @@ def assert_throttled(site: EmulatedLive, iops: float, limit: int, depth: int) ->
 
 
 def assert_unthrottled(site: EmulatedLive, iops: float, depth: int) -> None:
-    """An SSD profile sets no limit: the cgroup reads at the host disk's own rate. A fixed
-    floor tested the host instead (the CI machine of 217c00a served 342 direct 4 KiB reads a
-    second at depth 1, in the cgroup or out of it), so the same fio runs outside the cgroup."""
+    """An SSD profile sets no limit: the kernel holds none for its cgroup, and the cgroup reads
+    at the host disk's own rate. A fixed floor tested the host instead (the CI machine of
+    217c00a served 342 direct 4 KiB reads a second at depth 1, in the cgroup or out of it), and
+    one run on each side, one after the other, tested the host's noise (the CI of b5cad40,
+    Apptainer built beside it: 3,170 in the cgroup, then 7,460 outside); so the two sides
+    alternate, twice each, and the best of each is compared."""
     assert all(not v for v in blkio.limits(site.names.cgroup).values())
-    host = fio(site.names.data_dir, "randread", "4k", 3, 128, depth=depth)
-    print(f"{site.config.name}: outside the cgroup {host['iops']:.0f} at depth {depth}")
-    assert iops >= 0.7 * host["iops"], (iops, host["iops"])
+    inside, outside = [iops], []
+    for _ in range(2):
+        outside.append(fio(site.names.data_dir, "randread", "4k", 2, 128, depth=depth)["iops"])
+        if len(inside) < 2:
+            inside.append(fio(site.names.data_dir, "randread", "4k", 2, 128, site.names.cgroup,
+                              depth=depth)["iops"])  # fmt: skip
+    print(f"{site.config.name}: in the cgroup {inside}, outside {outside} at depth {depth}")
+    assert max(inside) >= 0.5 * max(outside), (inside, outside)
 
 
 def test_an_iops_limit_holds_with_many_reads_in_flight(site: EmulatedLive) -> None:
