@@ -74,8 +74,8 @@ def _disk_requests(sim: Simulation) -> int:
 
 
 def test_lan_hdds_fuse_replays_make_about_the_block_devices_count_of_requests() -> None:
-    """The run of 43b4bd1's lan-hdd (the reference run then; 150 IOPS: a replay's wall is mostly its disk requests):
-    through the mount the block device counted 371, 266 and 224 requests for agc-uproot,
+    """The run of 43b4bd1's lan-hdd (the reference run then; 150 IOPS: a replay's wall is
+    mostly its disk requests): through the mount the block device counted 371, 266 and 224 requests for agc-uproot,
     agc-coffea and agc-rdf. Read as one request per run the model made 278, 208 and 178, and
     predicted each faster through the mount than read in place, the reverse of the measured."""
     profile = read_profile(RUN_43B4BD1 / "profiles/lan-hdd-profile.json")

@@ -52,14 +52,25 @@ def cmdline(pid: int) -> str:
     """The command line of a live process, or '' if it is gone. A threaded server whose main
     thread has ended (XRootD's, while its other threads shut down) shows an empty one for the
     process: it is read through a thread that still runs."""
-    for source in (f"/proc/{pid}", *(str(t) for t, _ in _threads(pid))):
-        try:
-            raw = Path(source, "cmdline").read_bytes()
-        except OSError:
-            continue
-        if raw:
-            return raw.replace(b"\0", b" ").decode(errors="replace").strip()
-    return ""
+    line = _cmdline_at(Path(f"/proc/{pid}"))
+    for task, _ in [] if line else _threads(pid):
+        line = _cmdline_at(task)
+        if line:
+            break
+    return line
+
+
+def _cmdline_at(proc: Path) -> str:
+    try:
+        raw = (proc / "cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip()
+
+
+def _stat_fields(stat: Path) -> list[str]:
+    """A /proc stat file's fields after the command name (the first is the state letter)."""
+    return stat.read_text().rsplit(")", 1)[1].split()
 
 
 def _threads(pid: int) -> list[tuple[Path, str]]:
@@ -71,7 +82,7 @@ def _threads(pid: int) -> list[tuple[Path, str]]:
         return out
     for task in tasks:
         try:
-            out.append((task, (task / "stat").read_text().rsplit(")", 1)[1].split()[0]))
+            out.append((task, _stat_fields(task / "stat")[0]))
         except (OSError, IndexError):
             continue
     return out
@@ -94,8 +105,8 @@ def start_time(pid: int) -> int | None:
     """When ``pid`` started, in clock ticks since boot (None: no such process). Together with
     the pid it names one process: a pid reused after a crash has a later start time."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[19])  # field 22 of proc(5); fields[0] is field 3, the state
+        # field 22 of proc(5): _stat_fields' first is field 3, the state
+        return int(_stat_fields(Path(f"/proc/{pid}/stat"))[19])
     except (OSError, IndexError, ValueError):
         return None
 
