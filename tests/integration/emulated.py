@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 from instore.site import load_site
-from instore.site.emulated import existing, teardown
+from instore.site.emulated import clear_abandoned, existing, teardown
 from instore.site.emulated.names import SiteNames
 
 
@@ -42,8 +42,11 @@ def site_file(
 
 @contextmanager
 def torn_down_after(names: SiteNames, what: str) -> Iterator[None]:
-    """No ``names`` site left by a previous run before; whatever happens inside, the site is
-    torn down after, and gone. ``what``: the test's name for it, for the message."""
+    """No ``names`` site left by a previous run before (one whose owner is gone, as a killed
+    session leaves it, is removed as a bring-up would; one that a live process holds fails the
+    test); whatever happens inside, the site is torn down after, and gone. ``what``: the
+    test's name for it, for the message."""
+    clear_abandoned(names)
     assert not existing(names), f"a previous run left the {what} test site behind"
     try:
         yield

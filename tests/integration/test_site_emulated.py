@@ -18,15 +18,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from instore.errors import InstoreError
 from instore.site import SiteConfig, load_site, open_site
 from instore.site.calibrate import fio
-from instore.site.emulated import EmulatedLive, blkio, existing, teardown
+from instore.site.emulated import EmulatedLive, blkio, clear_abandoned, existing, teardown
 from instore.site.emulated.delay import measure_rtt_ms
 from instore.site.emulated.names import SiteNames
 from instore.site.emulated.system import in_netns, instance_log
 from instore.site.live import FIO_QUEUE_DEPTH
 
 from tests.cli import Cli
+from tests.integration.emulated import torn_down_after
 
 pytestmark = [
     pytest.mark.integration,
@@ -61,7 +63,10 @@ def ours_left() -> list[str]:
 
 @pytest.fixture(scope="module", autouse=True)
 def nothing_left_behind() -> Iterator[None]:
-    """Set up first, finalised last: after every site fixture is gone, nothing of ours is."""
+    """Set up first, finalised last: after every site fixture is gone, nothing of ours is. A
+    site a killed session left (its owner gone) is removed first, as a bring-up would."""
+    for profile in [*PROFILES, *CRASH_SITES]:
+        clear_abandoned(SiteNames(TEST_PREFIX + profile))
     assert not ours_left(), "a previous run left test sites behind"
     yield
     assert not ours_left()
@@ -450,6 +455,28 @@ def test_bring_up_removes_a_site_whose_owner_was_killed(
         assert existing(names) == []
     finally:
         teardown(names)
+
+
+def test_a_site_a_killed_test_session_left_does_not_fail_the_next_session(tmp_path: Path) -> None:
+    """Seen in CI: a session killed mid-test left its site up, and the next session's guard
+    failed on it. The guard removes a site whose owner is gone, and still refuses a held one."""
+    path = crash_config(tmp_path, "crash")
+    names = SiteNames(TEST_PREFIX + "crash")
+    try:
+        killed_holder(path)
+        with torn_down_after(names, "crash"):
+            assert existing(names) == []
+        holder = start_holder(path)
+        try:
+            with pytest.raises(InstoreError, match="already up"), torn_down_after(names, "held"):
+                pass
+            assert holder.poll() is None and existing(names)
+        finally:
+            holder.terminate()
+            holder.wait(timeout=60)
+    finally:
+        teardown(names)
+    assert existing(names) == []
 
 
 def test_bring_up_refuses_a_site_whose_owner_still_runs(tmp_path: Path, cli: Cli) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from instore.site import SiteConfig, load_site, open_site
 from instore.site.config import Cache
-from instore.site.emulated import EmulatedLive, existing, xcache
+from instore.site.emulated import EmulatedLive, clear_abandoned, existing, xcache
 from instore.site.emulated.delay import measure_rtt_ms
 from instore.site.emulated.names import SiteNames
 
@@ -52,6 +52,7 @@ def ours_left() -> list[str]:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmulatedLive]:
+    clear_abandoned(SiteNames(SITE))  # what a killed session left, as a bring-up would
     assert not ours_left(), "a previous run left the test site behind"
     blob = tmp_path_factory.mktemp("xcache") / BLOB
     blob.write_bytes(os.urandom(BLOB_MB << 20))

@@ -102,7 +102,7 @@ def test_bring_up_removes_an_abandoned_site_and_says_so_in_one_line(
 ) -> None:
     subprocess.run([sys.executable, "-c", OWN_AND_EXIT, str(state_dir)], check=True)
     torn = leftover(monkeypatch, left_after=[])
-    site_module._clear_abandoned(NAMES)
+    site_module.clear_abandoned(NAMES)
     assert torn == [NAMES.site]
     err = capsys.readouterr().err.strip()
     assert "unit-state was left up by process" in err and "which is gone" in err
@@ -113,7 +113,7 @@ def test_bring_up_refuses_a_site_whose_owner_runs(monkeypatch: pytest.MonkeyPatc
     SiteState(NAMES).start()  # this test process: alive
     torn = leftover(monkeypatch, left_after=[])
     with pytest.raises(InstoreError, match="already up or left over") as info:
-        site_module._clear_abandoned(NAMES)
+        site_module.clear_abandoned(NAMES)
     assert "instore site down unit-state" in info.value.fix and torn == []
 
 
@@ -121,7 +121,7 @@ def test_bring_up_refuses_a_leftover_without_state_file(monkeypatch: pytest.Monk
     """Nothing says whose it is: leave it to `instore site down`."""
     torn = leftover(monkeypatch, left_after=[])
     with pytest.raises(InstoreError, match="already up or left over"):
-        site_module._clear_abandoned(NAMES)
+        site_module.clear_abandoned(NAMES)
     assert torn == []
 
 
@@ -131,4 +131,4 @@ def test_abandoned_site_that_cannot_be_removed_is_an_error(
     subprocess.run([sys.executable, "-c", OWN_AND_EXIT, str(state_dir)], check=True)
     leftover(monkeypatch, left_after=["mount /var/tmp/instore-unit-state/disk"])
     with pytest.raises(InstoreError, match="could not remove what a crashed run left"):
-        site_module._clear_abandoned(NAMES)
+        site_module.clear_abandoned(NAMES)

@@ -14,6 +14,7 @@ from instore.site.emulated.live import EmulatedLive
 from instore.site.emulated.site import (
     attach,
     bring_up,
+    clear_abandoned,
     existing,
     is_held,
     known_sites,
@@ -26,6 +27,7 @@ __all__ = [
     "EmulatedLive",
     "attach",
     "bring_up",
+    "clear_abandoned",
     "existing",
     "is_held",
     "known_sites",

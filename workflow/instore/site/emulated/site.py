@@ -50,7 +50,7 @@ def bring_up(
     owns the site: it must tear it down (``open_site`` does), or release it."""
     require_root(f"bringing up emulated site {cfg.name}")
     names = SiteNames(cfg.name)
-    _clear_abandoned(names)
+    clear_abandoned(names)
     state = SiteState(names)
     state.start()
     state.record("config", str(cfg.path))
@@ -62,7 +62,7 @@ def bring_up(
     return EmulatedLive(cfg, state, results)
 
 
-def _clear_abandoned(names: SiteNames) -> None:
+def clear_abandoned(names: SiteNames) -> None:
     """Remove a leftover site whose owner died, saying so in one line; refuse any other
     leftover (its owner still runs, `instore site up` left it, or its state file is lost)."""
     found = existing(names)
