@@ -410,3 +410,36 @@ def test_a_profiles_own_connect_round_trips_replace_the_protocols_usual(tmp_path
     again = from_dict(json.loads(json.dumps(slow.as_dict())))
     assert again.protocols["xrootd"].connect_round_trips == 5.0
     assert profile().protocols["xrootd"].connect_trips("xrootd") == CONNECT_ROUND_TRIPS[XROOTD]
+
+
+def test_reads_sent_together_on_one_file_object_cost_one_round_trip_a_pair(
+    tmp_path: Path,
+) -> None:
+    """uproot over XRootD (coffea's traces) sends a batch's vector reads together and waits for
+    them all: predicted one round trip a pair, as the replay now sends them, and two where a
+    replay sent them one after another; where the time goes still sums to the wall."""
+    pairs, t = 20, 1000.0
+    rows = [_row("1", "Open", t, "root://h//f.root;16;0;0", 0.001)]
+    t += 0.001
+    for k in range(pairs):
+        t += THINK
+        rows.append(_row("1", "VectorRead", t, f"{k * 8192};4096;{k * 8192 + 4096};4096;0",
+                         0.001, "8192"))  # fmt: skip
+        rows.append(_row("1", "Read", t + 0.0001, f"{(k + 64) * 8192};4096;0", 0.001, "4096"))
+        t += 0.0011
+    rows.append(_row("1", "Close", t, "0", 0.001))
+    out = tmp_path / "pairs"
+    out.mkdir()
+    (out / "xrdcl.csv").write_text("\n".join(rows) + "\n")
+    meta = {"trace_version": 1, "start_unix": 1000.0, "end_unix": t + 0.001,
+            "wall_s": t + 0.001 - 1000.0, "cpu_s": THINK * pairs, "events": 1000}  # fmt: skip
+    (out / "trace.json").write_text(json.dumps(meta))
+    trace = load_trace(out)
+    together = predict(compile_trace(trace), profile(), Scenario(protocol=XROOTD))
+    in_turn = predict(compile_trace(trace, in_flight=False), profile(), Scenario(protocol=XROOTD))
+    rtt = 0.010
+    assert in_turn.wall_s - together.wall_s == pytest.approx(pairs * rtt, rel=0.05)
+    assert in_turn.breakdown["round_trips"] - together.breakdown["round_trips"] == (
+        pytest.approx(pairs * rtt, rel=0.05))  # fmt: skip
+    for pred in (together, in_turn):
+        assert sum(pred.breakdown.values()) == pytest.approx(pred.wall_s, rel=1e-6)

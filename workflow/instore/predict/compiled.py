@@ -39,8 +39,10 @@ class Compiled:
     nbytes: tuple[int, ...]
     vector: tuple[bool, ...]
     before: tuple[float, ...]
-    deps: tuple[int, ...]  # how many requests each waits for
-    dependents: tuple[tuple[int, ...], ...]
+    deps: tuple[int, ...]  # how many requests each waits for (their response, or their issue)
+    dependents: tuple[tuple[int, ...], ...]  # the requests that wait for each one's response
+    # the requests sent once each one is sent: its stream went on without its response
+    on_issue: tuple[tuple[int, ...], ...]
     lead_s: float
     tail_s: float
     cpu_s: float | None  # the recorded job's CPU
@@ -66,21 +68,31 @@ def _op_code(r: Request) -> int:
     return _CODES.get(r.op, READ if r.op in READ_OPS else OTHER)
 
 
-def compile_trace(trace: Trace, serialise: bool = False) -> Compiled:
-    """The trace's requests, their think times and waits as the replay plans them."""
+def compile_trace(trace: Trace, serialise: bool = False, in_flight: bool = True) -> Compiled:
+    """The trace's requests, their think times and waits as the replay plans them
+    (``streams.plan``: ``in_flight`` False for replays that sent a stream's requests in flight
+    together one after another, as their records' ``overlapping_serialised`` says)."""
     reqs = trace.requests
     if not reqs:
         raise InstoreError(f"{trace.path}: a trace with no requests", "record a job that reads")
     think = trace.think()
-    p = plan(reqs, think, serialise)
+    p = plan(reqs, think, serialise, in_flight)
     waits: list[set[int]] = [set(w) for w in p.waits]
+    on_issue: list[list[int]] = [[] for _ in reqs]
     for stream in p.streams:
         for a, b in itertools.pairwise(stream):
-            waits[b].add(a)
+            if a in p.detached:
+                on_issue[a].append(b)
+            else:
+                waits[b].add(a)
     dependents: list[list[int]] = [[] for _ in reqs]
     for i, w in enumerate(waits):
         for d in w:
             dependents[d].append(i)
+    deps = [len(w) for w in waits]
+    for followers in on_issue:
+        for b in followers:
+            deps[b] += 1
     sizes = [0] * len(trace.files)
     for r in reqs:
         for off, size in r.chunks:
@@ -96,8 +108,9 @@ def compile_trace(trace: Trace, serialise: bool = False) -> Compiled:
         nbytes=tuple(r.nbytes for r in reqs),
         vector=tuple(r.op == "VectorRead" for r in reqs),
         before=tuple(p.before),
-        deps=tuple(len(w) for w in waits),
+        deps=tuple(deps),
         dependents=tuple(tuple(d) for d in dependents),
+        on_issue=tuple(tuple(b) for b in on_issue),
         lead_s=think.lead_s,
         tail_s=think.tail_s,
         cpu_s=float(cpu) if isinstance(cpu, int | float) else None,
@@ -120,6 +133,7 @@ def chained(c: Compiled) -> bool:
         c.memo[key] = (
             all(d == (i + 1,) for i, d in enumerate(c.dependents[:last]))
             and not (c.dependents[last])
+            and not any(c.on_issue)
         )
     return c.memo[key]
 

@@ -101,15 +101,17 @@ def critical_path(first: list[tuple[tuple[float, int], list[list[float] | None],
                   lead: float, tail: float, think: list[float]) -> dict[str, float]:  # fmt: skip
     """Where the time goes, the mean over clients (``PARTS``): each client's chain of requests
     from its last response back (``first``: its last response and request, each request's own
-    time by part and the request whose response set its start), with each request's think time
+    time by part and the request whose response set its start, ``-2 - i`` where it was request
+    ``i``'s send: then ``i``'s own time is not on the path), with each request's think time
     before it (``think``), the lead-in and the tail."""
     mean = dict.fromkeys(PARTS, 0.0)
     for (_, i), owns, setters in first:
         # each part's sum in a local of its own (the walk is a pass's every request, for each
         # client): added in the same order as part by part, so to the same values
         a, b, c, d, e, f = lead, 0.0, 0.0, 0.0, 0.0, 0.0
-        while i >= 0:
-            own = owns[i]
+        while i != -1:
+            own = owns[i] if i >= 0 else None
+            i = i if i >= 0 else -2 - i
             if own is not None:  # (a request without its own time adds nothing: 0.0 each)
                 a += own[0]
                 b += own[1]

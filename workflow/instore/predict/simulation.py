@@ -48,7 +48,7 @@ class Simulation:
         "ahead", "arriving", "began", "block", "c_rate", "c_rtt", "cache_state", "clients",
         "compiled", "connect", "connected", "connections", "copied", "cpu_mb", "cpu_req",
         "dependents", "disk", "extra", "files", "first", "flow", "got", "heap", "held", "hop_read",
-        "initial", "last", "lead", "left", "link", "local", "n", "nbytes", "now", "ops",
+        "initial", "last", "lead", "left", "link", "local", "n", "nbytes", "now", "on_issue", "ops",
         "origin_server", "own_of", "paged", "per_bw", "per_flow", "piece", "plan", "planned",
         "profile", "proto_name", "quiet", "readahead", "ready", "remaining", "restart", "rtt", "sc",
         "sent", "server", "setter", "size_on_link", "speed", "staged", "starts", "stretch", "tail",
@@ -130,7 +130,7 @@ class Simulation:
             self.extra = tuple(cpu_req + cpu_mb * size / MB for size in compiled.nbytes)
         self.n = compiled.requests
         self.ops, self.files, self.nbytes = compiled.ops, compiled.files, compiled.nbytes
-        self.dependents = compiled.dependents
+        self.dependents, self.on_issue = compiled.dependents, compiled.on_issue
         self.think = [b * stretch for b in compiled.before]  # each request's, before it
         max_read = proto.max_read_kb * 1024 if proto.max_read_kb else None
         ahead: tuple[tuple[Piece, ...], ...] = ()
@@ -221,6 +221,8 @@ class Simulation:
         """Client ``c``'s request ``i`` sent at ``t``: a read's requests across the link (a
         cold cache's blocks instead, none after a stage-in), a stage-in's copy at a file's
         first open, or the round trips an open, close or stat costs."""
+        if self.on_issue[i]:  # what its stream sends next without its response: sent now
+            self.release(c, self.on_issue[i], t, -2 - i)  # (its critical path: from i's send)
         op = self.ops[i]
         own = [0.0] * 6
         planned = self.planned
@@ -234,11 +236,7 @@ class Simulation:
         end, rtt = t, self.rtt
         if self.staged:  # a file's first open copies it; the rest cost nothing
             if op == OPEN:
-                copy = (
-                    planned[i][0]
-                    if planned is not None
-                    else self.plan.copy_steps(i, self.copied[c])
-                )
+                copy = planned[i][0] if planned else self.plan.copy_steps(i, self.copied[c])
                 if copy:
                     own[1] += rtt  # the copy's own open
                     self.run(c, i, -1 - self.files[i], copy, 0, t + rtt, t, rtt, self.server, own)
@@ -317,9 +315,8 @@ class Simulation:
                     self.send(fl)  # type: ignore[arg-type]
         if self.extra is None:
             return end
-        extra = self.extra[i]
-        own[0] += extra
-        return end + extra
+        own[0] += self.extra[i]
+        return end + self.extra[i]
 
     def run(self, c: int, i: int, key: int, steps: tuple[Piece, ...] | tuple[Paged, ...], k: int,
             t: float, start: float, hop: float, cost: float, own: list[float]) -> None:  # fmt: skip
@@ -354,6 +351,18 @@ class Simulation:
         link.arrive(t, fl)
         heapq.heappush(self.heap, (link.next_departure(), -1, link.version))
 
+    def release(self, c: int, followers: tuple[int, ...], at: float, by: int) -> None:
+        """``followers`` of client ``c`` held by a request until ``at``: each sent once nothing
+        else holds it, its think time after (``by``: what set its start, ``setter``'s code)."""
+        r, rem, who = self.ready[c], self.remaining[c], self.setter[c]
+        for j in followers:
+            if at >= r[j]:
+                r[j] = at
+                who[j] = by
+            rem[j] -= 1
+            if not rem[j]:
+                heapq.heappush(self.heap, (r[j] + self.think[j], c, j))
+
     def respond(self, c: int, i: int, end: float, own: list[float]) -> None:
         """Request ``i``'s response at ``end``: kept for the critical path, and the requests
         that waited on it sent once nothing else holds them (their think time after)."""
@@ -363,14 +372,7 @@ class Simulation:
             last[c] = (end, i)
         if end <= self.until and self.ops[i] == READ:
             self.got[c] += self.nbytes[i]
-        r, rem, who = self.ready[c], self.remaining[c], self.setter[c]
-        for j in self.dependents[i]:
-            if end >= r[j]:
-                r[j] = end
-                who[j] = i
-            rem[j] -= 1
-            if not rem[j]:
-                heapq.heappush(self.heap, (r[j] + self.think[j], c, j))
+        self.release(c, self.dependents[i], end, i)
         left = self.left
         left[c] -= 1
         if not left[c]:

@@ -59,10 +59,20 @@ def measured_points(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for rows in runs.values():
         first = rows[0]
         key = (first["section"], first["trace"], _recorded_site(first), first.get("protocol"),
-               first.get("cache_state"), len({r.get("job") for r in rows}), _knobs(first))  # fmt: skip
+               first.get("cache_state"), len({r.get("job") for r in rows}), _knobs(first),
+               not first.get("overlapping_serialised"))  # fmt: skip
         points[key].append(rows)
     out = []
-    for (section, trace, recorded_on, protocol, state, clients, knobs), reps in points.items():
+    for (
+        section,
+        trace,
+        recorded_on,
+        protocol,
+        state,
+        clients,
+        knobs,
+        in_flight,
+    ), reps in points.items():
         rows = [r for rep in reps for r in rep]
         walls = [w for r in rows if (w := _wall_per_pass(r)) is not None]
         fixed = knobs[-1] or None
@@ -77,7 +87,7 @@ def measured_points(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if not walls:
             continue
         out.append({"section": section, "trace": trace, "recorded_on": recorded_on,
-                    "protocol": protocol,
+                    "protocol": protocol, "in_flight": in_flight,
                     "cache_state": state, "clients": clients, "repetitions": len(reps),
                     "wall_s": statistics.median(per_run or walls), "wall_lo_s": min(walls),
                     "wall_hi_s": max(walls), "walls": len(walls),
@@ -134,13 +144,13 @@ def _knobs(r: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def check_site(profile: Profile, records: Sequence[dict[str, Any]],
-               trace: Callable[[str, str | None], Compiled | None],
+               trace: Callable[[str, str | None, bool], Compiled | None],
                recorded_on: Callable[[Compiled], Profile | None] = lambda c: None,
                ) -> tuple[list[Check], list[str]]:  # fmt: skip
     """Every validating point of the site with its prediction, and the points skipped (why)."""
     checks, skipped = [], []
     for p in measured_points(records):
-        compiled = trace(p["trace"], p["recorded_on"])
+        compiled = trace(p["trace"], p["recorded_on"], p["in_flight"])  # as it was replayed
         if compiled is None:
             skipped.append(f"{p['section']} {p['trace']}: trace not found")
             continue
@@ -207,24 +217,27 @@ class TraceFinder:
 
     def __init__(self, traces: Path) -> None:
         self.found = recorded_traces(Path(traces))
-        self.cache: dict[Path, Compiled | None] = {}
+        self.cache: dict[tuple[Path, bool], Compiled | None] = {}
 
-    def __call__(self, name: str, recorded_on: str | None = None) -> Compiled | None:
+    def __call__(self, name: str, recorded_on: str | None = None,
+                 in_flight: bool = True) -> Compiled | None:  # fmt: skip
         """The recording of ``name`` made on ``recorded_on`` (or kept flat, siteless); with no
         site named, ``filenames.choose_recording``'s. None where there is none: a point is
-        never predicted from another site's recording than the one it replayed."""
+        never predicted from another site's recording than the one it replayed. Planned as
+        the replay sent it (``in_flight``: ``compile_trace``'s)."""
         recordings = self.found.get(name, {})
         if recorded_on is not None:
             recordings = {s: p for s, p in recordings.items() if s in (recorded_on, "")}
         if not recordings:
             return None
         path = choose_recording(recordings, [recorded_on] if recorded_on else [])
-        if path not in self.cache:
+        key = (path, in_flight)
+        if key not in self.cache:
             try:
-                self.cache[path] = compile_trace(load_trace(path))
+                self.cache[key] = compile_trace(load_trace(path), in_flight=in_flight)
             except InstoreError:
-                self.cache[path] = None
-        return self.cache[path]
+                self.cache[key] = None
+        return self.cache[key]
 
 
 def _point_link(r: dict[str, Any]) -> tuple[float | None, float | None]:

@@ -204,6 +204,8 @@ def _replay(args: argparse.Namespace) -> int:
     streams = (
         "one after another" if record.streams == 1 else f"{record.streams} streams side by side"
     )
+    if record.overlapping_side_by_side:
+        streams += f", {record.overlapping_side_by_side} sent while others were in flight"
     print(
         f"instore replay: {requests} ({streams}), "
         f"{record.bytes_read} bytes in {record.read_calls} reads ({record.vector_reads} vector), "

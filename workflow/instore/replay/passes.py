@@ -110,6 +110,7 @@ class Replay:
         self.partial = 0.0  # the share of a pass's data bytes the pass in hand has read
         self.think_before_pass = 0.0  # think time replayed before the pass in hand began
         self.failure: BaseException | None = None
+        self.failed_at = 0  # the request whose failure ``failure`` is
 
     @property
     def think_s(self) -> float:
@@ -146,7 +147,21 @@ class Replay:
 
     def stream(self, k: int, clock: _Clock, board: _Board, deadline: float | None) -> bool:
         """Stream ``k``'s requests, each after what it waits for and its think time; False
-        when the pass stopped or the deadline came first."""
+        when the pass stopped or the deadline came first. A detached request is sent from a
+        thread of its own and the stream goes on; the stream ends once those are answered."""
+        sent: list[threading.Thread] = []
+        try:
+            return self._stream(k, clock, board, deadline, sent)
+        finally:
+            for t in sent:
+                while t.is_alive():
+                    t.join(0.1)  # in slices: Ctrl-C reaches this thread
+            if self.failure is not None and len(self.plan.streams) == 1:
+                self.at = self.failed_at  # a lone stream's detached request failed: as its
+                raise self.failure  # own would, named by its index
+
+    def _stream(self, k: int, clock: _Clock, board: _Board, deadline: float | None,
+                sent: list[threading.Thread]) -> bool:  # fmt: skip
         plan, requests, waited_on = self.plan, self.trace.requests, self.plan.waited_on
         for i in plan.streams[k]:
             if plan.waits[i] and not board.wait(plan.waits[i], deadline):
@@ -155,10 +170,32 @@ class Replay:
                 self.at = i
             if not clock.think_until(plan.before[i], deadline) or board.stopped.is_set():
                 return False
+            if i in plan.detached:
+                sent.append(self._send(i, requests[i], board))
+                continue
             self.issue(i, requests[i])
             if i in waited_on:
                 board.finish(i)
         return True
+
+    def _send(self, i: int, r: Request, board: _Board) -> threading.Thread:
+        """Request ``i`` issued from a thread of its own, announced once answered; a failure
+        stops the pass and is kept for the stream to raise."""
+
+        def run() -> None:
+            try:
+                self.issue(i, r)
+            except BaseException as err:  # raised by the stream, or by side_by_side
+                with self.lock:
+                    if self.failure is None:
+                        self.failure, self.failed_at = err, i
+                board.stop()
+                return
+            board.finish(i)
+
+        t = threading.Thread(target=run, name=f"replay-request-{i}", daemon=True)
+        t.start()
+        return t
 
     def side_by_side(self, board: _Board, deadline: float | None) -> bool:
         """Every stream in a thread of its own; the first failure stops them all and is

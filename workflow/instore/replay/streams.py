@@ -25,17 +25,23 @@ request for the latest response before it (tasks start after the main thread's r
 JIT), any request for the last request of every stream that had ended before it (the job's
 final Close comes after its tasks). Its think time counts from the latest of those responses.
 
-What cannot be told apart: requests in flight together on one file object (threads sharing one
-open file, or a client's own read-ahead): nothing in the recording separates them, so they are
-replayed one after another, as ``--serialise`` replays the whole trace, and the record says so.
+Within a stream, a request issued before the one ahead of it was answered (a client's own
+asynchronous reads: uproot sends a basket batch's vector reads to XRootD together and waits for
+them all; threads sharing one open file) did not wait for that response: the one ahead is
+``detached``, the stream goes on once it is sent, and a later request of the stream waits for it
+only if the recording had its response before that request's issue. Each request's think time
+counts, as always, from the latest response before it, so the think time summed is the trace's.
+``in_flight=False`` sends them one after another instead (how replays ran before 2026-12-02:
+their records say ``overlapping_serialised``), as ``--serialise`` sends the whole trace.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from instore.replay.trace import Request, ThinkTimes
 
@@ -53,11 +59,14 @@ class Plan:
     side_by_side: int  # of those, replayed beside the ones in flight (in other streams)
     serialised: int  # of those, replayed after the ones in flight (same stream)
     serialise_reason: str | None  # why requests that overlapped are replayed one by one
+    # requests whose stream goes on once they are sent, without their response (``_detach``)
+    detached: frozenset[int] = frozenset()
 
     @property
     def waited_on(self) -> frozenset[int]:
-        """The requests some other stream waits for (only those need announcing)."""
-        return frozenset(i for w in self.waits for i in w)
+        """The requests some other stream, or a later one of a stream that went on without
+        them, waits for (only those need announcing)."""
+        return frozenset(i for w in self.waits for i in w) | self.detached
 
 
 class _Top2:
@@ -161,8 +170,36 @@ def serial_plan(requests: Sequence[Request], think: ThinkTimes, reason: str | No
                 think.overlapping, 0, think.overlapping, reason)  # fmt: skip
 
 
-def stream_plan(requests: Sequence[Request], think: ThinkTimes) -> Plan:
-    """The trace's streams side by side (one stream: exactly the serial plan)."""
+def _detach(requests: Sequence[Request], p: Plan) -> Plan:
+    """``p`` with each stream's requests in flight together as recorded: a request whose
+    successor in its stream was issued before its response is detached, and the first later
+    request of the stream issued after that response waits for it."""
+    detached: set[int] = set()
+    waits = [set(w) for w in p.waits]
+    for stream in p.streams:
+        outstanding: list[int] = []
+        for a, b in itertools.pairwise(stream):
+            if requests[b].start < requests[a].end:
+                detached.add(a)
+                outstanding.append(a)
+            answered = [d for d in outstanding if requests[d].end <= requests[b].start]
+            waits[b].update(d for d in answered if d != a)
+            outstanding = [d for d in outstanding if d not in answered]
+    if not detached:
+        return p
+    overlapping = p.side_by_side + p.serialised
+    return replace(p, waits=tuple(tuple(sorted(w)) for w in waits), side_by_side=overlapping,
+                   serialised=0, serialise_reason=None, detached=frozenset(detached))  # fmt: skip
+
+
+def stream_plan(requests: Sequence[Request], think: ThinkTimes, in_flight: bool = True) -> Plan:
+    """The trace's streams side by side (one stream: exactly the serial plan), each with its
+    requests in flight together as recorded (``in_flight``) or one after another."""
+    p = _stream_plan(requests, think)
+    return _detach(requests, p) if in_flight else p
+
+
+def _stream_plan(requests: Sequence[Request], think: ThinkTimes) -> Plan:
     cause = _cannot_tell_apart(requests)
     if not concurrent_objects(requests):
         return serial_plan(requests, think, cause)
@@ -208,6 +245,10 @@ def stream_plan(requests: Sequence[Request], think: ThinkTimes) -> Plan:
                 think.overlapping, side_by_side, serialised, reason)  # fmt: skip
 
 
-def plan(requests: Sequence[Request], think: ThinkTimes, serialise: bool = False) -> Plan:
-    """The replay's plan: the streams side by side, or (``serialise``) one after another."""
-    return serial_plan(requests, think, SERIALISE) if serialise else stream_plan(requests, think)
+def plan(requests: Sequence[Request], think: ThinkTimes, serialise: bool = False,
+         in_flight: bool = True) -> Plan:  # fmt: skip
+    """The replay's plan: the streams side by side, each stream's requests in flight together
+    as recorded (``in_flight``), or (``serialise``) every request after the previous one."""
+    if serialise:
+        return serial_plan(requests, think, SERIALISE)
+    return stream_plan(requests, think, in_flight)
