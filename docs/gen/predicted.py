@@ -184,7 +184,8 @@ def _at_runs_cpu(rows: list[dict[str, Any]]) -> str:
                  <= 0.10 for r in both)  # fmt: skip
     ratios = [statistics.median(r["real_cpu_s"]) / r["recorded_cpu_s"] for r in both]
     return (
-        "The model's think time is the recording's: one run's CPU, recorded before the real "
+        "The model's think time is the recording's: one run's CPU (of a few recorded together, "
+        "the median's, where the bench recorded several), recorded before the real "
         f"runs. The real runs spent {min(ratios):.2f} to {max(ratios):.2f} times the recorded "
         "CPU (their median), on the same machine and files. *Model at the runs' CPU* is the "
         "same prediction with `--cpu-speed` set to the recorded CPU over the runs' median CPU: "

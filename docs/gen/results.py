@@ -248,7 +248,13 @@ def replay_fidelity() -> str:
         + (f" ({d['merged']})" if d.get("merged") else "")
         + f" (written to `bench/fidelity_results.json`), {_fidelity_when(d)} on "
         f"{_machine(d['machine'])}. Each analysis is recorded first on lan-ssd over root:// "
-        "(as `make study` records it; each invocation records its own); the real analysis "
+        "(as `make study` records it; each invocation records its own, "
+        + (
+            f"{d['recordings']} times, keeping the recording of median CPU"
+            if d.get("recordings", 1) > 1
+            else "once"
+        )
+        + "); the real analysis "
         "then runs on each site and the replay of that one trace runs beside it, alternating, "
         f"with the data cold and the software warm; medians of {d['runs']}. The recorded CPU: "
         + _recorded_cpu(measured)
