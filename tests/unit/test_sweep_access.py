@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from instore.container.runtime import Bind, _podman_volume
 from instore.sweep.jobs import CONTAINER_CGROUP, access_for
 
@@ -42,3 +43,16 @@ def test_no_cgroup_no_bind(tmp_path: Path) -> None:
         (tmp_path / "d").resolve(),
         (tmp_path / "s").resolve(),
     }
+
+
+def test_the_callers_resolver_settings_reach_the_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Host jobs start with a bare environment (PATH, HOME, what the access names): a resolver
+    time-out the caller set (RES_OPTIONS) must reach them, on the host and in a container."""
+    monkeypatch.setenv("RES_OPTIONS", "timeout:1 attempts:5")
+    monkeypatch.delenv("LOCALDOMAIN", raising=False)
+    for container in (False, True):
+        access = access_for([], {}, tmp_path / "d", tmp_path / "s", False, container)
+        assert access.env["RES_OPTIONS"] == "timeout:1 attempts:5"
+        assert "LOCALDOMAIN" not in access.env

@@ -198,4 +198,17 @@ def access_for(
     creds = credentials.for_job(container, scratch.resolve() / ".instore-creds")
     binds += [Bind(host, inside=inside) for host, inside in creds.binds]
     env.update(creds.env)
+    env.update(resolver_env(os.environ))
     return Access(binds=tuple(binds), env=env, fuse=fuse)
+
+
+# glibc's resolver settings a caller may give in its environment (resolv.conf(5)): a job gets
+# them too, as it gets the grid credentials. The XRootD client looks up the worker's own
+# addresses at each login (container/hosts.py); where a resolver loses a query, its time-out
+# (5 s by default) is what a burst of opens waits, and RES_OPTIONS="timeout:1" shortens it.
+RESOLVER_VARIABLES = ("RES_OPTIONS", "LOCALDOMAIN")
+
+
+def resolver_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The caller's resolver settings (``RESOLVER_VARIABLES``) that are set."""
+    return {k: environ[k] for k in RESOLVER_VARIABLES if k in environ}
