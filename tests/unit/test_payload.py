@@ -190,6 +190,8 @@ def test_record_carries_measurement_and_provenance(small_files: dict[str, Path])
         "XRD_REQUESTTIMEOUT",
         "INSTORE_RUNTIME",
         "INSTORE_IMAGE_DIGEST",
+        "RES_OPTIONS",
+        "LOCALDOMAIN",
     }
 
 

@@ -30,12 +30,16 @@ RECORD_VERSION = 1
 XROOTD_PACKAGE = "xrootd"  # the XRootD Python bindings' distribution, whose version is kept
 _PACKAGES = ("instore", "root", "uproot", "awkward", "numpy", XROOTD_PACKAGE)
 # Only these environment variables are recorded; never the whole environment (credentials).
+# glibc's resolver settings (resolv.conf(5)) a sweep hands its jobs from the caller's
+# environment (sweep/jobs.py): the XRootD client's login looks up the worker's own addresses
+RESOLVER_ENV = ("RES_OPTIONS", "LOCALDOMAIN")
 RECORDED_ENV = (
     "ROOT_TTREECACHE_SIZE",
     "ROOT_TTREECACHE_PREFILL",
     "XRD_REQUESTTIMEOUT",
     "INSTORE_RUNTIME",
     "INSTORE_IMAGE_DIGEST",
+    *RESOLVER_ENV,
 )
 
 

@@ -63,16 +63,8 @@ def measured_points(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                not first.get("overlapping_serialised"))  # fmt: skip
         points[key].append(rows)
     out = []
-    for (
-        section,
-        trace,
-        recorded_on,
-        protocol,
-        state,
-        clients,
-        knobs,
-        in_flight,
-    ), reps in points.items():
+    for key, reps in points.items():
+        section, trace, recorded_on, protocol, state, clients, knobs, in_flight = key
         rows = [r for rep in reps for r in rep]
         walls = [w for r in rows if (w := _wall_per_pass(r)) is not None]
         fixed = knobs[-1] or None

@@ -183,7 +183,7 @@ def _detach(requests: Sequence[Request], p: Plan) -> Plan:
                 detached.add(a)
                 outstanding.append(a)
             answered = [d for d in outstanding if requests[d].end <= requests[b].start]
-            waits[b].update(d for d in answered if d != a)
+            waits[b].update(answered)  # (a detached ``a`` is still in flight at ``b``)
             outstanding = [d for d in outstanding if d not in answered]
     if not detached:
         return p

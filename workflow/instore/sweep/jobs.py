@@ -17,7 +17,7 @@ from instore.container.measure import run_contained
 from instore.container.runtime import Runtime
 from instore.container.warm import run_warm
 from instore.payload.runner import CGROUP_ENV
-from instore.record import JobFate, JobOutcome
+from instore.record import RESOLVER_ENV, JobFate, JobOutcome
 from instore.storage import copy_tool
 from instore.study import Point
 from instore.sweep.engines import engine_of
@@ -202,13 +202,9 @@ def access_for(
     return Access(binds=tuple(binds), env=env, fuse=fuse)
 
 
-# glibc's resolver settings a caller may give in its environment (resolv.conf(5)): a job gets
-# them too, as it gets the grid credentials. The XRootD client looks up the worker's own
-# addresses at each login (container/hosts.py); where a resolver loses a query, its time-out
-# (5 s by default) is what a burst of opens waits, and RES_OPTIONS="timeout:1" shortens it.
-RESOLVER_VARIABLES = ("RES_OPTIONS", "LOCALDOMAIN")
-
-
 def resolver_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The caller's resolver settings (``RESOLVER_VARIABLES``) that are set."""
-    return {k: environ[k] for k in RESOLVER_VARIABLES if k in environ}
+    """The caller's resolver settings (``RESOLVER_ENV``) that are set: a job gets them too, as
+    it gets the grid credentials. The XRootD client looks up the worker's own addresses at each
+    login (container/hosts.py); where a resolver loses a query, its time-out (5 s by default)
+    is what a burst of opens waits, and RES_OPTIONS="timeout:1" shortens it."""
+    return {k: environ[k] for k in RESOLVER_ENV if k in environ}
